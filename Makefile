@@ -1,0 +1,35 @@
+# make book   - install the pinned environment, run every notebook (PROFILE=ci by default), build _build/html
+# make test   - same environment; pytest: lib/ unit tests, every notebook at profile smoke, the book with -W
+# make chapter CH=dp_icl   - re-run one chapter (cached notebooks are skipped), rebuild the book
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PROFILE ?= ci
+SEED ?= 0
+STAMP := $(VENV)/.installed
+
+.PHONY: book chapter test env clean
+
+$(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+env: $(STAMP)
+
+book: $(STAMP)
+	$(PY) -m privtrans.pipeline --profile $(PROFILE) --seed $(SEED)
+
+chapter: $(STAMP)
+	@test -n "$(CH)" || { echo "usage: make chapter CH=<dpformer|taft|merge|dp_icl|mpc_attention>"; exit 2; }
+	$(PY) -m privtrans.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf _build book/_executed book/_generated

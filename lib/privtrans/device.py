@@ -1,0 +1,15 @@
+"""One place that picks the accelerator, so `PROFILE=paper` on a GPU box needs no code change."""
+
+from __future__ import annotations
+
+import os
+
+
+def pick_device():
+    """cuda when present (unless PRIVTRANS_DEVICE says otherwise), else cpu."""
+    import torch
+
+    want = os.environ.get("PRIVTRANS_DEVICE")
+    if want:
+        return torch.device(want)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,44 @@
+"""Skip a notebook whose inputs did not change: its source, lib/, its chapter's data/, profile, seed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .discover import Notebook
+
+
+def _hash_tree(h, base: Path, root: Path):
+    if not base.exists():
+        return
+    files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+    for p in files:
+        if "__pycache__" in p.parts or p.suffix in (".pyc",) or ".egg-info" in str(p):
+            continue
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
+
+
+def input_key(root: Path, nb: Notebook, profile: str, seed: int) -> str:
+    h = hashlib.sha256()
+    h.update(f"{profile}|{seed}|".encode())
+    _hash_tree(h, nb.source, root)
+    _hash_tree(h, root / "lib", root)
+    _hash_tree(h, root / "data" / nb.chapter, root)
+    return h.hexdigest()
+
+
+def state_path(root: Path, nb: Notebook) -> Path:
+    return root / "_build" / "state" / nb.chapter / f"{nb.stem}.json"
+
+
+def load_state(root: Path, nb: Notebook) -> dict | None:
+    p = state_path(root, nb)
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def save_state(root: Path, nb: Notebook, state: dict):
+    p = state_path(root, nb)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(state, indent=1))

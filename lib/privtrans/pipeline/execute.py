@@ -1,0 +1,116 @@
+"""Run one jupytext source through papermill; keep the executed notebook only when it succeeded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from .discover import Notebook
+
+KERNEL = "python3"
+
+
+@dataclass
+class Outcome:
+    status: str  # ok | failed
+    seconds: float
+    error: str | None = None
+
+
+def executed_path(root: Path, nb: Notebook) -> Path:
+    return root / "book" / "_executed" / nb.chapter / f"{nb.stem}.ipynb"
+
+
+def papermill_problem(path: Path) -> str | None:
+    """Why an executed notebook must not be rendered (exception recorded, or it never finished)."""
+    if not path.is_file():
+        return "not executed yet"
+    meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+    if not meta:
+        return "no papermill metadata (not executed by the pipeline)"
+    if meta.get("exception"):
+        return "papermill recorded an exception"
+    if not meta.get("end_time"):
+        return "papermill recorded no end time (the run did not finish)"
+    return None
+
+
+def _first_line(source: str) -> str:
+    return next((ln.strip() for ln in source.splitlines() if ln.strip()), "")[:70]
+
+
+def _code_cell_number(notebook, source: str) -> str:
+    """1-based number of the failing cell among the source's code cells (papermill adds one)."""
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    for i, c in enumerate(code, 1):
+        if c.source.strip() == source.strip():
+            return str(i)
+    return "?"
+
+
+def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    work = root / "_build" / "papermill" / nb.chapter
+    work.mkdir(parents=True, exist_ok=True)
+    src_ipynb = work / f"{nb.stem}.source.ipynb"
+    out_ipynb = work / f"{nb.stem}.ipynb"
+    notebook = jupytext.read(nb.source)
+    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, src_ipynb)
+    if out_ipynb.exists():
+        out_ipynb.unlink()
+
+    env_before = {k: os.environ.get(k) for k in ("PRIVTRANS_ROOT", "PYTHONPATH")}
+    os.environ["PRIVTRANS_ROOT"] = str(root)  # the kernel inherits it: results land in this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(  # ... and imports this checkout's lib/
+        p for p in (str(root / "lib"), env_before["PYTHONPATH"]) if p)
+    t0 = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
+            kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
+        )
+    except PapermillExecutionError as e:
+        where = f"code cell {_code_cell_number(notebook, e.source)} (`{_first_line(e.source)}`)"
+        return Outcome("failed", time.perf_counter() - t0,
+                       f"{nb.source.relative_to(root)} {where}: {e.ename}: {e.evalue}".strip())
+    except Exception as e:  # noqa: BLE001 - kernel death, bad source: still one line naming the notebook
+        return Outcome("failed", time.perf_counter() - t0,
+                       f"{nb.source.relative_to(root)}: {type(e).__name__}: {e}")
+    finally:
+        for k, v in env_before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    seconds = time.perf_counter() - t0
+    problem = papermill_problem(out_ipynb)
+    if problem:
+        return Outcome("failed", seconds, f"{nb.source.relative_to(root)}: {problem}")
+    executed = nbformat.read(out_ipynb, as_version=4)
+    executed.metadata.pop("widgets", None)  # widget state would pull JS from a CDN
+    dest = executed_path(root, nb)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(executed, dest)
+    return Outcome("ok", seconds)
+
+
+def remove_stale(root: Path, notebooks: list[Notebook]):
+    """Executed notebooks whose source is gone would still be globbed into the book."""
+    keep = {executed_path(root, nb) for nb in notebooks}
+    base = root / "book" / "_executed"
+    if base.is_dir():
+        for p in base.rglob("*.ipynb"):
+            if p not in keep:
+                p.unlink()
+        for d in sorted(base.glob("*"), reverse=True):
+            if d.is_dir() and not any(d.iterdir()):
+                shutil.rmtree(d)

@@ -1,0 +1,57 @@
+"""Jupyter Book 1.x renders what papermill wrote; the new HTML replaces the old one only if it is good."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .discover import Notebook
+
+CDN = re.compile(r"""<(?:script|link)[^>]+(?:src|href)=["'](?:https?:)?//[^"']+""", re.I)
+
+
+def jupyter_book() -> str:
+    exe = Path(sys.executable).with_name("jupyter-book")
+    return str(exe) if exe.exists() else "jupyter-book"
+
+
+def offline_problems(html: Path, notebooks: list[Notebook]) -> list[str]:
+    """Remote scripts/styles in any page, or a notebook page without its .ipynb download."""
+    problems = []
+    for page in html.rglob("*.html"):
+        for m in CDN.finditer(page.read_text(errors="replace")):
+            problems.append(f"{page.relative_to(html)} loads {m.group(0)[-90:]}")
+    for nb in notebooks:
+        page = html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html"
+        src = html / "_sources" / "book" / "_executed" / nb.chapter / f"{nb.stem}.ipynb"
+        if not page.is_file():
+            problems.append(f"no page for {nb.label}")
+        elif not src.is_file() or f"{nb.stem}.ipynb" not in page.read_text(errors="replace"):
+            problems.append(f"{nb.label}: page offers no .ipynb download")
+    return problems
+
+
+def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
+    """Build into _build/jb, check, then swap into _build/html. Returns (ok, message)."""
+    out = root / "_build" / "jb"
+    cmd = [jupyter_book(), "build", str(root), "--path-output", str(out), "-W", "-n", "--keep-going", "--all"]
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    log = root / "_build" / "jupyter-book.log"
+    log.write_text(proc.stdout + "\n" + proc.stderr)
+    new = out / "_build" / "html"
+    if proc.returncode != 0 or not (new / "index.html").exists():
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+        return False, f"jupyter-book failed (full log: {log.relative_to(root)}):\n{tail}"
+    problems = offline_problems(new, notebooks)
+    if problems:
+        return False, "the built HTML is not self-contained:\n  " + "\n  ".join(problems[:20])
+    final, old = root / "_build" / "html", root / "_build" / "html.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    shutil.copytree(new, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return True, f"HTML book in {final.relative_to(root)}/ (open index.html)"

@@ -1,0 +1,121 @@
+"""The whole book at profile smoke, built in a temporary copy of the checkout: every notebook runs
+through papermill, the claims are judged, Jupyter Book builds with -W, and the HTML is offline.
+Then a deliberately broken notebook must fail the build by name and cell, leaving the book in place."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from privtrans import CHAPTERS
+from privtrans.pipeline.discover import discover
+
+REPO = Path(__file__).resolve().parents[1]
+IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".git", "__pycache__",
+                                ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
+pytestmark = pytest.mark.book
+
+
+def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PRIVTRANS_ROOT=str(root))
+    return subprocess.run([sys.executable, "-m", "privtrans.pipeline", "--root", str(root), *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    root = tmp_path_factory.mktemp("book") / "repo"
+    shutil.copytree(REPO, root, ignore=IGNORE)
+    proc = pipeline(root, "--profile", "smoke")
+    print(proc.stdout[-6000:], proc.stderr[-6000:])
+    assert proc.returncode == 0, f"smoke build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return root, proc
+
+
+def test_every_notebook_ran_at_smoke(book):
+    root, proc = book
+    summary = json.loads((root / "_build" / "summary.json").read_text())
+    names = {(n.chapter, n.stem) for n in discover(root)}
+    assert names, "the book has no notebooks"
+    assert {(n["chapter"], n["notebook"]) for n in summary["notebooks"]} == names
+    for n in summary["notebooks"]:
+        assert n["status"] == "ok" and n["profile"] == "smoke" and n["error"] is None, n
+        assert set(n) >= {"chapter", "notebook", "profile", "seed", "seconds", "status", "error"}
+    for c in summary["claims"]:
+        assert set(c) >= {"chapter", "id", "paper_item", "paper_value", "value", "held", "reason"}
+        assert c["held"] in (True, False, None) and c["reason"]
+    for line in proc.stdout.splitlines():
+        if line.startswith("  ") and "/" in line and line.strip().endswith(("ok", "failed")):
+            assert re.search(r"\d+\.\ds\s+ok", line), line
+
+
+def test_executed_notebooks_have_outputs_and_results(book):
+    root, _ = book
+    for nb in discover(root):
+        ex = nbformat.read(root / "book" / "_executed" / nb.chapter / f"{nb.stem}.ipynb", as_version=4)
+        assert ex.metadata.papermill.end_time and not ex.metadata.papermill.exception
+        assert ex.metadata.papermill.parameters == {"profile": "smoke", "seed": 0}
+        assert any(c.get("outputs") for c in ex.cells if c.cell_type == "code"), nb.label
+        res = json.loads((root / "book" / "_generated" / nb.chapter / nb.name / "results.json").read_text())
+        assert res["profile"] == "smoke" and res["values"], f"{nb.label} recorded nothing"
+
+
+def test_html_is_built_offline_with_claims_and_downloads(book):
+    root, _ = book
+    html = root / "_build" / "html"
+    assert (html / "index.html").exists()
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
+    remote = re.compile(r"""<(?:script|link)[^>]+(?:src|href)=["'](?:https?:)?//""", re.I)
+    for page in html.rglob("*.html"):
+        assert not remote.search(page.read_text()), f"{page} loads something remote"
+    for ch in CHAPTERS:
+        page = (html / "book" / f"{ch}.html").read_text()
+        assert "Paper vs. this reproduction" in page and "Built at profile" in page, ch
+    for nb in discover(root):
+        page = (html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html").read_text()
+        assert f"{nb.stem}.ipynb" in page
+    intro = (html / "book" / "intro.html").read_text()
+    assert "profile <strong>smoke</strong>" in intro
+
+
+def test_a_second_run_is_cached(book):
+    root, _ = book
+    proc = pipeline(root, "--profile", "smoke", "--no-html")
+    assert proc.returncode == 0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("  ") and "/" in ln]
+    assert lines and all("(cached)" in ln for ln in lines)
+
+
+def test_unknown_profile_is_refused(book):
+    root, _ = book
+    proc = pipeline(root, "--profile", "fast")
+    assert proc.returncode == 2 and "allowed values are smoke, ci, paper" in proc.stderr
+
+
+def test_a_broken_notebook_fails_the_build_and_keeps_the_last_book(book):
+    root, _ = book
+    index = root / "_build" / "html" / "index.html"
+    before = index.stat().st_mtime_ns
+    victim = discover(root)[0]
+    text = victim.source.read_text()
+    victim.source.write_text(text + '\n```{code-cell} ipython3\nraise RuntimeError("deliberately broken")\n```\n')
+    try:
+        proc = pipeline(root, "--profile", "smoke", "--chapter", victim.chapter)
+    finally:
+        victim.source.write_text(text)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert str(victim.source.relative_to(root)) in out
+    assert re.search(r"code cell \d+ \(`raise RuntimeError", out)
+    assert "RuntimeError: deliberately broken" in out
+    assert "last good book" in out
+    assert index.stat().st_mtime_ns == before
+    summary = json.loads((root / "_build" / "summary.json").read_text())
+    row = next(n for n in summary["notebooks"] if n["notebook"] == victim.stem)
+    assert row["status"] == "failed" and "deliberately broken" in row["error"]
