@@ -104,7 +104,8 @@ class Session:
         """Save a DataFrame as CSV and return it styled for display."""
         self.outdir.mkdir(parents=True, exist_ok=True)
         df.to_csv(self.outdir / f"{name}.csv", index=False)
-        return df.style.format(floatfmt, subset=df.select_dtypes("number").columns).hide(axis="index")
+        return (df.style.format(floatfmt, subset=df.select_dtypes("number").columns, na_rep="–")
+                .hide(axis="index").set_table_attributes('class="dataframe"'))
 
     def finish(self) -> dict:
         """Write results.json (values + provenance) and return it."""
