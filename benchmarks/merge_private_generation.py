@@ -1,0 +1,58 @@
+"""Private greedy generation of the same tiny GPT: ER+MM (MERGE) vs vanilla CrypTen, 2 processes.
+
+    .venv/bin/python benchmarks/merge_private_generation.py [--length 64] [--vocab 768] [--all]
+
+Prints, per variant: loopback seconds, bytes and rounds per party, rounds per generated token, and
+the ratios against vanilla, beside the closed-form byte count (privtrans.mpc.cost_model).
+Bytes and rounds are exact and machine-independent; seconds are loopback (latency-bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def main():
+    from privtrans.mpc import cost_model, experiments
+    from privtrans.mpc.plain_gpt import VARIANTS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--length", type=int, default=64, help="total length (prefix included)")
+    ap.add_argument("--prefix", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=768)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=2)
+    ap.add_argument("--all", action="store_true", help="all seven variants, not just crypten and merge")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    if a.length <= a.prefix:
+        ap.error("--length must exceed --prefix")
+    variants = list(VARIANTS) if a.all else ["crypten", "merge"]
+    sizes = dict(vocab_size=a.vocab, d_model=a.d_model, n_layers=a.layers, n_heads=a.heads, max_len=a.length)
+    n_new = a.length - a.prefix
+    jobs = [dict(kind="generate", variant=v, sizes=sizes, prefix=a.prefix, n_new=n_new) for v in variants]
+    t0 = time.perf_counter()
+    df = experiments.run_jobs(jobs, seed=a.seed, timeout=3600)
+    wall = time.perf_counter() - t0
+    tot = df[df.group == "Total"].set_index("variant")
+    shape = cost_model.Shape(vocab=a.vocab, d=a.d_model, layers=a.layers, heads=a.heads, prefix=a.prefix, n_new=n_new)
+    base = tot.loc["crypten"]
+    print(f"tiny GPT V={a.vocab} d={a.d_model} L={a.layers} H={a.heads}; prefix {a.prefix}, "
+          f"{n_new} generated tokens (length {a.length}); 2 parties, gloo loopback; wall {wall:.0f} s")
+    print(f"{'variant':<20}{'seconds':>9}{'MiB/party':>11}{'rounds':>9}{'rounds/tok':>11}"
+          f"{'time ratio':>11}{'byte ratio':>11}{'closed-form bytes':>19}")
+    for v in variants:
+        r = tot.loc[v]
+        cf = cost_model.generation_cost(shape, v)["Total"]["bytes"]
+        print(f"{v:<20}{r.seconds:>9.2f}{r.bytes / 2**20:>11.2f}{r.rounds:>9.0f}{r.rounds / n_new:>11.1f}"
+              f"{base.seconds / r.seconds:>10.2f}x{r.bytes / base.bytes:>11.3f}{cf / 2**20:>15.2f} MiB")
+    print("time ratio = vanilla seconds / variant seconds; byte ratio = variant bytes / vanilla bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""Closed-form per-party communication of private greedy generation, per operation group.
+
+Why the baselines send so much: CrypTen's Beaver matmul of a secret (n x k) by a secret (k x m)
+re-opens both masked operands on every call, so it costs ``16 (n k + k m)`` bytes per party
+(8 B per ring element, both directions) in one round, *whatever n is*. Generating one token
+therefore re-sends every weight matrix: V d for the embedding, 12 L d^2 for the layers and V d for
+the LM head. ER removes the two V d terms from the loop; MM's merged block has 9 L d^2 instead
+of 12 L d^2 and no softmax.
+
+``generation_cost(shape, variant)`` follows ``privtrans.mpc.layers.SecureGPT.generate`` step by
+step (prefix pass, then one position per step with a KV / layer-input cache):
+
+- Embed, Linear, and the LM-head part of Gen are *exact* (tests compare them with CrypTen's byte
+  counter to the byte);
+- nonlinear groups (Softmax, Norm, Act, argmax in Gen) use byte counts per element / per row
+  measured once on CrypTen 0.4.1 (``parties.nonlinear_probe``, ``parties.rowop_probe``), with the
+  structure of CrypTen's algorithms (the log-reduction max of softmax/argmax); they reproduce the
+  measured bytes exactly on every shape we probed.
+
+Rounds: one per matmul, per-call counts for the nonlinear ops (softmax and argmax grow with the
+log of the row length). The paper's "GB" are GiB per party (``GIB``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .plain_gpt import VARIANTS
+
+GIB = 1024 ** 3
+ELEM = 16  # bytes per opened ring element per party: 8 B, logged for both directions
+
+
+@dataclass(frozen=True)
+class Shape:
+    vocab: int
+    d: int
+    layers: int
+    heads: int
+    d_ff: int = 0  # 0 -> 4 d
+    prefix: int = 4
+    n_new: int = 124  # the paper: prefix 4, generate to total length 128
+
+    @property
+    def ff(self) -> int:
+        return self.d_ff or 4 * self.d
+
+    @property
+    def params(self) -> int:
+        """Parameter count of the decoder (tied LM head; biases and norms ignored)."""
+        return self.vocab * self.d + self.layers * (4 * self.d ** 2 + 2 * self.d * self.ff)
+
+
+#: the paper's GPT-2 (124M) benchmark shape
+GPT2 = Shape(vocab=50257, d=768, layers=12, heads=12, d_ff=3072, prefix=4, n_new=124)
+
+
+def matmul_bytes(n: int, k: int, m: int, batch: int = 1) -> int:
+    """Per-party bytes of a secret (batch, n, k) @ secret (batch, k, m) Beaver matmul."""
+    return ELEM * batch * (n * k + k * m)
+
+
+# Bytes of the nonlinear ops per party, measured once on CrypTen 0.4.1 (``parties.nonlinear_probe``
+# and ``parties.rowop_probe``) and exact on every shape we probed (bytes scale with the number of
+# elements; rounds are per call). Elementwise ops: bytes per element.
+NONLINEAR = {
+    "act_gelu": dict(elem=832, rounds=26),       # tanh-GeLU (sigmoid via reciprocal)
+    "act_quad": dict(elem=16, rounds=1),         # one square
+    "act_relu": dict(elem=464, rounds=9),        # one comparison + one multiplication
+    "norm_affine": dict(elem=16, vec=16, rounds=1),         # x * g + b: 16 (n d + d)
+    "norm_ln": dict(elem=64, row=944, vec=16, rounds=41),   # 64 n d + 944 n + 16 d (inv_sqrt, 10 NR steps)
+    # softmax substitutes over rows of length t: rows * (per_t t + per_row) + per_call
+    "att_sf2relu": dict(per_t=480, per_row=624, per_call=0, rounds=38),
+    "att_sf2quad": dict(per_t=32, per_row=624, per_call=0, rounds=30),
+    "att_thex": dict(per_t=528, per_row=32, per_call=16, rounds=13),
+}
+
+# CrypTen's max / argmax ("log_reduction"): int(ln n) halving steps of pairwise comparisons
+# (H elements compared), then an all-pairs comparison on the m remaining elements (P = (r-1) m
+# comparisons, Q = m (r-2) multiplications in the product tree, r = max(m, 2)), then equality with
+# the max and a random tie-break over the n inputs. Bytes per row are linear in these counts
+# (coefficients fitted with zero residual on 18 row lengths 2..768); rounds are
+# base + 10 * steps + ceil(log2(r - 1)).
+ROWOPS = {
+    "argmax": dict(H=384, P=416, Q=48, M=368, N=752, one=576, base_rounds=36),
+    "softmax": dict(H=438, P=434, Q=30, M=404, N=842, one=1200, base_rounds=73),  # max, exp, reciprocal
+}
+
+
+def _row_counts(n: int) -> dict:
+    steps, m, halved = int(math.log(n)), n, 0
+    for _ in range(steps):
+        halved += m // 2
+        m = m // 2 + m % 2
+    r = m if m > 1 else 2
+    return dict(steps=steps, H=halved, P=(r - 1) * m, Q=m * max(r - 2, 0), M=m, N=n, one=1,
+                depth=math.ceil(math.log2(r - 1)) if r > 2 else 0)
+
+
+def rowop_cost(kind: str, rows: int, n: int) -> tuple[int, int]:
+    """(bytes, rounds) of CrypTen ``argmax(one_hot=True)`` or ``softmax`` over ``rows`` rows of length n."""
+    if n < 2:
+        raise ValueError("row length must be >= 2")
+    c, k = ROWOPS[kind], _row_counts(n)
+    per_row = sum(c[f] * k[f] for f in ("H", "P", "Q", "M", "N", "one"))
+    return int(round(rows * per_row)), c["base_rounds"] + 10 * k["steps"] + k["depth"]
+
+
+def _att(kind: str, rows: int, t: int) -> tuple[int, float]:
+    if kind == "att_softmax":
+        if t == 1:  # CrypTen returns ones for a length-1 softmax
+            return 0, 0
+        return rowop_cost("softmax", rows, t)
+    c = NONLINEAR[kind]
+    return rows * (c["per_t"] * t + c["per_row"]) + c["per_call"], c["rounds"]
+
+
+def generation_cost(shape: Shape, variant: str, decoding: str | None = None) -> dict:
+    """{group: {"bytes", "rounds"}} plus "Total" for one private generation of ``shape.n_new`` tokens."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    spec = dict(attention="softmax", act="gelu", attn_norm="ln", ffn_norm="ln", merged=False)
+    spec.update(VARIANTS[variant]["model"])
+    decoding = decoding or VARIANTS[variant]["decoding"]
+    V, d, L, H, ff, p, T = shape.vocab, shape.d, shape.layers, shape.heads, shape.ff, shape.prefix, shape.n_new
+    g = {k: {"bytes": 0.0, "rounds": 0.0} for k in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Other")}
+
+    def add(group, b, r=1):
+        g[group]["bytes"] += b
+        g[group]["rounds"] += r
+
+    def norm(kind, n):
+        c = NONLINEAR[f"norm_{kind}"]
+        add("Norm", c["elem"] * n * d + c.get("row", 0) * n + c["vec"] * d, c["rounds"])
+
+    def layer_pass(n, t):
+        if spec["merged"]:
+            add("Linear", ELEM * (H * n * t + t * d))  # C slice (H, n, t) @ cached inputs (H, t, dh)
+            add("Linear", matmul_bytes(n, d, d))
+        else:
+            add("Linear", matmul_bytes(n, d, 3 * d))
+            add("Linear", ELEM * (n * d + t * d))      # scores: (H, n, dh) @ (H, dh, t)
+            b, r = _att(f"att_{spec['attention']}", H * n, t)
+            add("Softmax", b, r)
+            add("Linear", ELEM * (H * n * t + t * d))  # probs (H, n, t) @ V (H, t, dh)
+            add("Linear", matmul_bytes(n, d, d))
+            norm(spec["attn_norm"], n)
+        add("Linear", matmul_bytes(n, d, ff))
+        c = NONLINEAR[f"act_{spec['act']}"]
+        add("Act", c["elem"] * n * ff, c["rounds"])
+        add("Linear", matmul_bytes(n, ff, d))
+        norm(spec["ffn_norm"], n)
+
+    def layers(n, t):
+        for _ in range(L):
+            layer_pass(n, t)
+
+    add("Embed", matmul_bytes(p, V, d))
+    layers(p, p)
+    for step in range(T):
+        if decoding == "vanilla":
+            add("Gen", matmul_bytes(1, d, V))
+            add("Gen", *rowop_cost("argmax", 1, V))
+            if step == T - 1:
+                break
+            add("Embed", matmul_bytes(1, V, d))
+        elif step == T - 1:
+            break
+        layers(1, p + step + 1)
+    if decoding == "er":
+        add("Gen", matmul_bytes(T, d, V))
+        add("Gen", *rowop_cost("argmax", T, V))
+    add("Other", ELEM * T * V, 1)  # revealing the one-hot tokens (all_reduce: 2 x 8 B per element)
+    g["Total"] = {k: sum(x[k] for x in g.values()) for k in ("bytes", "rounds")}
+    return g
+
+
+def table(shape: Shape = GPT2, variants=None) -> list[dict]:
+    """One row per variant: bytes per group in GiB, total, and fraction of the CrypTen baseline."""
+    variants = list(variants or VARIANTS)
+    base = generation_cost(shape, "crypten")["Total"]["bytes"]
+    rows = []
+    for v in variants:
+        c = generation_cost(shape, v)
+        row = {"variant": v}
+        row.update({f"{k}_GiB": c[k]["bytes"] / GIB for k in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen")})
+        row["Total_GiB"] = c["Total"]["bytes"] / GIB
+        row["fraction"] = c["Total"]["bytes"] / base
+        row["rounds"] = c["Total"]["rounds"]
+        rows.append(row)
+    return rows
+
+
+def with_length(shape: Shape, total_len: int) -> Shape:
+    """The same model generating up to ``total_len`` positions (prefix included)."""
+    if total_len <= shape.prefix:
+        raise ValueError(f"total length {total_len} must exceed the prefix {shape.prefix}")
+    return replace(shape, n_new=total_len - shape.prefix)

@@ -1,0 +1,293 @@
+"""dp_icl: the task, NoisyHead (Algorithm 1), its accounting and the two baselines."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from privtrans.icl import accounting, baselines, constants, experiments, task
+from privtrans.icl import noisyhead as nh
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+# ----------------------------------------------------------------------------- task
+def test_tokens_on_sphere_and_noiseless_responses(rng):
+    p = task.sample_prompts(rng, 50, 7, 4)
+    assert p.X.shape == (50, 8, 4) and p.Y.shape == (50, 8)
+    np.testing.assert_allclose(np.linalg.norm(p.X, axis=-1), 1.0, atol=1e-12)
+    # one w per prompt: the responses of a prompt are exactly linear in its tokens
+    for k in range(5):
+        w, *_ = np.linalg.lstsq(p.X[k], p.Y[k], rcond=None)
+        np.testing.assert_allclose(p.X[k] @ w, p.Y[k], atol=1e-10)
+
+
+def test_features_equal_the_attention_head(rng):
+    """<Gamma, Z> equals the full linear-attention read-out (2.2) with w12 = 0.
+
+    Written out, f(E)_{(D+1, L+1)} = w22 (sum_i y_i x_i)^T W11 x_q / L, i.e. <Gamma, Z> with
+    Gamma = (w22 W11)^T: the paper's Gamma = w22 W11 is the same up to this transpose convention."""
+    D, L = 3, 6
+    p = task.sample_prompts(rng, 1, L, D)
+    W11, w22 = rng.standard_normal((D, D)), 1.7
+    W_pv = np.zeros((D + 1, D + 1))
+    W_pv[D, D] = w22
+    W_kq = np.zeros((D + 1, D + 1))
+    W_kq[:D, :D] = W11
+    E = task.embed(p.X[0], p.Y[0])
+    Z = task.features(p.X, p.Y)[0]
+    assert math.isclose(task.attention_prediction(E, W_pv, W_kq), float((w22 * W11).T.ravel() @ Z), rel_tol=1e-10)
+    # and Z is (1/L) x_q (sum y_i x_i)^T by brute force
+    brute = np.outer(p.X[0, L], sum(p.Y[0, i] * p.X[0, i] for i in range(L))) / L
+    np.testing.assert_allclose(Z, brute.ravel(), atol=1e-14)
+
+
+def test_ridge_oracle_minimises_the_loss(rng):
+    p = task.sample_prompts(rng, 200, 10, 3)
+    Z = task.features(p.X, p.Y)
+    y = p.y_query
+    lam = 0.3
+    g = task.ridge(task.stats(Z, y), lam)
+    loss = lambda G: np.mean((y - Z @ G) ** 2) + lam * G @ G  # noqa: E731  (2.6)
+    # closed form (2.7) by brute force
+    brute = np.linalg.solve(lam * len(y) * np.eye(9) + Z.T @ Z, Z.T @ y)
+    np.testing.assert_allclose(g, brute, rtol=1e-10)
+    for _ in range(5):
+        assert loss(g) < loss(g + 1e-3 * rng.standard_normal(9))
+
+
+def test_excess_risk_is_the_test_average(rng):
+    Zt = rng.standard_normal((40, 4))
+    a, b = rng.standard_normal(4), rng.standard_normal(4)
+    brute = np.mean([((a - b) @ z) ** 2 for z in Zt])
+    assert math.isclose(task.excess_risk(a, b, task.second_moment(Zt)), brute, rel_tol=1e-12)
+    assert math.isclose(task.excess_risk_z(a, b, Zt), brute, rel_tol=1e-12)
+
+
+# ----------------------------------------------------------------------------- constants
+def test_low_dim_constants_match_the_authors_table():
+    # notes §1.6 (authors' code): N, L, C, G, R, sigma, eta0, T
+    for N, L, C, G, R, sigma, eta0, T in [(1000, 31, 4.548, 1.409, 23.49, 106.11, 0.0649, 44),
+                                          (4000, 63, 4.987, 1.105, 39.64, 107.87, 0.0818, 39)]:
+        hp = constants.low_dim(N)
+        assert (hp.L, hp.T) == (L, T)
+        for got, want in ((hp.C, C), (hp.G, G), (hp.R, R), (hp.sigma, sigma), (hp.eta0, eta0)):
+            assert got == pytest.approx(want, rel=2e-3)
+    hp = constants.over_param(1000)
+    assert (hp.G, hp.R, hp.sigma) == pytest.approx((1.055, 3.642, 17.70), rel=2e-3)
+    hp = constants.robustness()
+    assert (hp.R, hp.eta0, hp.T, hp.sigma) == pytest.approx((9.317, 0.178, 8, 8.07), rel=3e-3)
+
+
+# ----------------------------------------------------------------------------- NoisyHead
+def test_noise_std_equals_the_formula_and_the_table():
+    hp = constants.low_dim(1000)
+    for eps, want in ((0.2, 8.440), (1.0, 1.688)):
+        s = nh.noise_std(hp, eps, 1e-5)
+        formula = math.sqrt(2 * hp.eta0**2 * hp.T**2 * hp.sigma**2 * math.log(1.25 * hp.T / 1e-5) / (eps**2 * hp.N**2))
+        assert s == pytest.approx(formula, rel=1e-12)
+        assert s == pytest.approx(want, rel=1e-3)
+    # and it is z_paper times the per-step sensitivity eta0 sigma / N
+    assert nh.noise_std(hp, 0.2, 1e-5) == pytest.approx(accounting.paper_noise_multiplier(0.2, 1e-5, hp.T) * hp.sensitivity)
+
+
+def test_added_noise_has_the_stated_std(rng):
+    """With no data term and no shrinkage, Gamma^T - Gamma^0 is the sum of T noise draws: s.d. s sqrt(T)."""
+    d, T, s = 400, 25, 0.37
+    st = task.Stats(np.zeros((d, d)), np.zeros(d), 10)
+    run = nh.noisy_gd(st, lam=0.0, eta0=0.1, steps=T, s=s, R=math.inf, gamma0=np.zeros(d), rng=rng)
+    assert np.std(run.gamma) == pytest.approx(s * math.sqrt(T), rel=0.05)
+
+
+def _literal_algorithm1(Zt, yt, lam, eta0, T, R, gamma0):
+    """Algorithm 1 as printed (noise off), one prompt at a time, for comparison."""
+    G = gamma0.copy()
+    N = len(yt)
+    for _ in range(T):
+        grad = sum((G @ Zt[k] - yt[k]) * Zt[k] for k in range(N)) / N
+        G = (1 - 2 * lam * eta0) * G - eta0 * grad
+        n = np.linalg.norm(G)
+        if n > R:
+            G = G * R / n
+    return G
+
+
+def test_vectorised_update_equals_algorithm_1(rng):
+    hp = constants.low_dim(100).with_(lam=0.01, R=0.05)   # weak ridge, small R: the projection binds
+    p = task.sample_prompts(rng, hp.N, hp.L, hp.D)
+    Zt, yt = nh.private_features(p, hp)
+    g0 = nh.initial_gamma(rng, Zt.shape[1], hp.R)
+    run = nh.noisy_gd(task.stats(Zt, yt), hp.lam, hp.eta0, 15, 0.0, hp.R, g0)
+    np.testing.assert_allclose(run.gamma[0], _literal_algorithm1(Zt, yt, hp.lam, hp.eta0, 15, hp.R, g0), atol=1e-12)
+
+
+def test_noise_off_converges_to_the_2lambda_ridge(rng):
+    """Algorithm 1's update is the gradient of (1/2N) sum (.)^2 + lam |G|^2, i.e. the 2 lam ridge of (2.6)."""
+    p = task.sample_prompts(rng, 300, 12, 3)
+    Z = task.features(p.X, p.Y)
+    st = task.stats(Z, p.y_query)
+    lam, eta0 = 0.05, 0.5
+    run = nh.noisy_gd(st, lam, eta0, 4000, 0.0, math.inf, np.zeros(9))
+    g = run.gamma[0]
+    two_lam = task.ridge(st, 2 * lam)          # (A + 2 lam I)^{-1} b
+    one_lam = task.ridge(st, lam)              # Gamma* of (2.7)
+    np.testing.assert_allclose(g, two_lam, rtol=1e-8, atol=1e-12)
+    assert np.linalg.norm(g - one_lam) > 1e3 * np.linalg.norm(g - two_lam)
+
+
+def test_clipping_and_projections_hold_at_every_step(rng):
+    hp = constants.low_dim(400).with_(R=0.8, G=0.3)   # small radii so both projections bind
+    p = task.sample_prompts(rng, hp.N, hp.L, hp.D, tau=3.0)   # heavy responses so clipping binds
+    Zt, yt = nh.private_features(p, hp)
+    assert np.all(np.abs(yt) <= hp.C) and np.any(np.abs(p.y_query) > hp.C)
+    assert np.all(np.linalg.norm(Zt, axis=1) <= hp.G * (1 + 1e-12))
+    assert np.any(np.linalg.norm(task.features(p.X, nh.clip_responses(p.Y, hp.C)), axis=1) > hp.G)
+    g0 = nh.initial_gamma(rng, Zt.shape[1], hp.R)
+    s = nh.noise_std(hp, [0.05, 1.0], 1e-5)
+    run = nh.noisy_gd(task.stats(Zt, yt), hp.lam, hp.eta0, hp.T, s, hp.R, g0, rng, trace=True)
+    assert run.norms.shape == (hp.T, 2)
+    assert np.all(run.norms <= hp.R * (1 + 1e-12))
+    assert np.any(run.norms > 0.99 * hp.R)          # the projection was active
+
+
+def test_horizons_stop_each_chain_at_its_own_T(rng):
+    st = task.Stats(np.eye(4) * 0.1, np.ones(4) * 0.1, 10)
+    run = nh.noisy_gd(st, 0.1, 0.2, [1, 5, 9], 0.0, math.inf, np.zeros(4), checkpoints=[1, 5, 9])
+    for j, t in enumerate([1, 5, 9]):
+        np.testing.assert_allclose(run.gamma[j], run.checkpoints[t][2])
+
+
+def test_bad_parameters_raise(rng):
+    hp = constants.low_dim(1000)
+    with pytest.raises(ValueError):
+        nh.noise_std(hp, 0.0, 1e-5)
+    with pytest.raises(ValueError):
+        nh.noise_std(hp, 0.5, 1.5)
+    with pytest.raises(ValueError):
+        nh.clip_responses(np.ones(3), -1)
+    with pytest.raises(ValueError):
+        task.sample_prompts(rng, 0, 3, 3)
+    with pytest.raises(ValueError):
+        constants.low_dim(1000, D=0)
+
+
+# ----------------------------------------------------------------------------- accounting
+@pytest.mark.parametrize("eps,T", [(0.2, 44), (1.0, 39), (0.05, 5)])
+def test_basic_composition_bounds_the_tight_accountants(eps, T):
+    delta = 1e-5
+    z = accounting.paper_noise_multiplier(eps, delta, T)
+    assert accounting.basic_epsilon(z, T, delta) == pytest.approx(eps)
+    tight = {a: accounting.epsilon(a, z, T, delta) for a in ("zcdp", "rdp", "prv", "exact")}
+    assert all(v <= eps for v in tight.values()), tight
+    assert tight["prv"] < eps / 3                     # the paper's accounting is loose (~10x at T ~ 40)
+    # PRV is an upper bound that sits just above the exact value
+    assert tight["exact"] * (1 - 1e-6) <= tight["prv"] <= tight["exact"] * 1.05
+
+
+def test_rdp_matches_the_closed_form_for_full_batch():
+    """For q = 1, opacus' RDP of T Gaussian steps is T alpha / (2 z^2) at every order."""
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    z, T = 37.0, 12
+    orders = [2.0, 10.0, 1000.0]
+    np.testing.assert_allclose(compute_rdp(q=1.0, noise_multiplier=z, steps=T, orders=orders),
+                               [T * a / (2 * z * z) for a in orders], rtol=1e-12)
+
+
+def test_noise_multiplier_inverts_epsilon():
+    for a in ("zcdp", "exact", "rdp"):
+        z = accounting.noise_multiplier(a, 0.3, 1e-5, 20)
+        assert accounting.epsilon(a, z, 20, 1e-5) == pytest.approx(0.3, rel=0.01)
+    assert accounting.noise_multiplier("basic", 0.3, 1e-5, 20) == accounting.paper_noise_multiplier(0.3, 1e-5, 20)
+    with pytest.raises(ValueError):
+        accounting.epsilon("gdp", 1.0, 1, 1e-5)
+
+
+# ----------------------------------------------------------------------------- baselines
+def test_dp_ridge_noise_is_as_written(rng):
+    hp = constants.low_dim(2000)
+    assert baselines.dp_ridge_std(hp, 0.2, 1e-5) == pytest.approx(
+        hp.C * hp.G * math.sqrt(math.log(1.25e5)) / (hp.lam * hp.N * 0.2))
+    st = task.Stats(np.eye(400) * 0.2, np.zeros(400), hp.N)     # ridge solution 0: output is the noise
+    out = baselines.dp_ridge(st, hp, [0.2, 0.4], 1e-5, rng)
+    assert np.std(out[0]) == pytest.approx(baselines.dp_ridge_std(hp, 0.2, 1e-5), rel=0.1)
+    np.testing.assert_allclose(out[0] / out[1], 2.0)
+
+
+def test_dpsgd_full_batch_without_noise_is_noisyhead_without_noise(rng):
+    """opacus DP-SGD with q = 1 and (almost) no noise takes exactly NoisyHead's noise-free steps."""
+    hp = constants.low_dim(300).with_(R=1.0)            # small R so the projection binds too
+    pr = experiments.make_problem(rng, hp, 50)
+    g0 = nh.initial_gamma(rng, pr.d, hp.R)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g, _ = baselines.dpsgd(pr.Zt, pr.yt, hp, 1e-9, g0, seed=0, batch_size=hp.N, accountant="rdp")
+    want = nh.noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, 0.0, hp.R, g0).gamma[0]
+    np.testing.assert_allclose(g, want, atol=2e-5)
+
+
+def test_dpsgd_spends_what_it_is_given(rng):
+    hp = constants.low_dim(1000)
+    pr = experiments.make_problem(rng, hp, 50)
+    g0 = nh.initial_gamma(rng, pr.d, hp.R)
+    z = baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp")
+    assert baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp", replace_one=True) == 2 * z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g, spent = baselines.dpsgd(pr.Zt, pr.yt, hp, z, g0, seed=0, accountant="rdp")
+    assert 0.9 <= spent <= 1.0 + 1e-6
+    assert np.linalg.norm(g) <= hp.R * (1 + 1e-6)
+
+
+# ----------------------------------------------------------------------------- experiments
+def test_common_random_numbers_order_eps(rng):
+    df = experiments.low_dim_grid(rng, [1000], [0.2, 1.0], 1e-5, 2, 100)
+    m = df[df.method == "NoisyHead (basic)"].groupby("eps")["excess"].mean()
+    assert m[0.2] > m[1.0]
+
+
+def test_ridge_replacement_matches_a_direct_solve_when_well_conditioned(rng):
+    hp = constants.robustness(N=300, L=20, D=3, lam=0.5)
+    pr = experiments.make_problem(rng, hp, 50)
+    bad = experiments.bad_prompt(rng, hp.L, hp.D, alpha=3.0, mu=0.5)
+    z_new = task.features(bad.X, bad.Y)[0]
+    got = experiments._replace_ridge(pr.st_raw, hp.lam, pr.Z[7], pr.y[7], z_new, bad.y_query[0])
+    np.testing.assert_allclose(got, experiments._direct_ridge(pr, 7, z_new, bad.y_query[0]), rtol=1e-8, atol=1e-12)
+
+
+def test_gradient_through_z_equals_gradient_through_a(rng):
+    """Short runs take the gradient through Z (no D^4 Gram matrix); both paths give the same iterates."""
+    p = task.sample_prompts(rng, 60, 8, 6)
+    Z, y = task.features(p.X, p.Y), p.y_query
+    lazy, full = task.stats(Z, y), task.stats(Z, y)
+    full.gram()
+    g0 = rng.standard_normal(36) * 0.1
+    a = nh.noisy_gd(lazy, 0.2, 0.3, 3, 0.0, 0.7, g0)        # 2 * 3 < 36: through Z
+    assert lazy.A is None
+    b = nh.noisy_gd(full, 0.2, 0.3, 3, 0.0, 0.7, g0)
+    np.testing.assert_allclose(a.gamma, b.gamma, atol=1e-13)
+
+
+def test_ridge_replacement_is_exact_where_a_direct_solve_is_not(rng):
+    """Figure 4's bad prompt (alpha ~ 1e8) makes the direct solve inaccurate; the rank-one update
+    agrees with a 60-digit solve to machine precision."""
+    mpmath = pytest.importorskip("mpmath")
+    hp = constants.robustness(N=500, L=50, D=5, lam=0.01)
+    pr = experiments.make_problem(rng, hp, 100)
+    bad = experiments.bad_prompt(rng, hp.L, hp.D, alpha=4 * 5000.0**2.1, mu=1.0)
+    z_new, y_new = task.features(bad.X, bad.Y)[0], float(bad.y_query[0])
+    got = experiments._replace_ridge(pr.st_raw, hp.lam, pr.Z[0], float(pr.y[0]), z_new, y_new)
+    mpmath.mp.dps = 60
+    zz = mpmath.matrix([mpmath.mpf(float(x)) for x in z_new])
+    A = pr.Z.T @ pr.Z - np.outer(pr.Z[0], pr.Z[0])
+    M = mpmath.matrix(A.tolist()) + zz * zz.T + mpmath.mpf(hp.lam * hp.N) * mpmath.eye(len(z_new))
+    rhs = mpmath.matrix((pr.Z.T @ pr.y - pr.y[0] * pr.Z[0]).tolist()) + mpmath.mpf(y_new) * zz
+    exact = np.array([float(x) for x in mpmath.lu_solve(M, rhs)])
+    np.testing.assert_allclose(got, exact, atol=1e-10)
+    assert np.abs(experiments._direct_ridge(pr, 0, z_new, y_new) - exact).max() > 1e3 * np.abs(got - exact).max()

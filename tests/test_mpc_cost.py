@@ -1,0 +1,68 @@
+"""Measured bytes equal the closed-form cost model; private generation equals plaintext generation."""
+
+import pytest
+import torch
+
+from privtrans.mpc import cost_model, parties, runner
+
+SIZES = dict(vocab_size=64, d_model=16, n_heads=2, n_layers=2, max_len=16)
+PREFIX, N_NEW = [5, 9, 2], 4
+VARS = ["crypten", "merge"]
+
+
+ROW_LENGTHS = [6, 29, 90]  # lengths the row-op model was not fitted on
+
+
+@pytest.fixture(scope="module")
+def probes():
+    return runner.run(parties.probe_bundle, (3, 16, 24), ROW_LENGTHS, 2, timeout=120)
+
+
+def test_matmul_bytes_equal_closed_form(probes):
+    for r in probes:  # per party, both directions: 16 (n k + k m) bytes in one round
+        assert r["matmul"]["bytes"] == cost_model.matmul_bytes(3, 16, 24) == 16 * (3 * 16 + 16 * 24)
+        assert r["matmul"]["rounds"] == 1
+
+
+@pytest.fixture(scope="module")
+def generations():
+    return runner.run(parties.private_generate, VARS, SIZES, PREFIX, N_NEW, 0, timeout=240)
+
+
+@pytest.mark.parametrize("variant", VARS)
+def test_private_generation_matches_plaintext(generations, variant):
+    model, decoding = parties.build_model(variant, SIZES, 0)
+    want = model.generate(torch.tensor([PREFIX]), N_NEW, decoding)[0]
+    for r in generations:
+        assert r[variant]["decoding"] == decoding
+        assert torch.equal(r[variant]["ids"], want)
+
+
+@pytest.mark.parametrize("variant", VARS)
+def test_generation_bytes_equal_cost_model(generations, variant):
+    shape = cost_model.Shape(vocab=64, d=16, layers=2, heads=2, d_ff=64, prefix=len(PREFIX), n_new=N_NEW)
+    model = cost_model.generation_cost(shape, variant)
+    meter = generations[0][variant]["meter"]
+    assert meter == generations[1][variant]["meter"] or all(  # parties count the same bytes
+        meter[k]["bytes"] == generations[1][variant]["meter"][k]["bytes"] for k in meter)
+    for group, m in model.items():  # every group, to the byte and to the round
+        got = meter.get(group, {"bytes": 0, "rounds": 0})
+        assert (got["bytes"], got["rounds"]) == (m["bytes"], m["rounds"]), group
+    if variant == "merge":
+        assert "Softmax" not in meter and model["Softmax"]["bytes"] == 0
+        assert meter["Embed"]["rounds"] == 1  # ER: one embedding call for the prefix only
+
+
+def test_rowop_model_matches_probe(probes):
+    """CrypTen argmax / softmax bytes and rounds on 2 rows of lengths outside the fitted set."""
+    got = probes[0]["rowops"]
+    for op in ("argmax", "softmax"):
+        for n in ROW_LENGTHS:
+            assert got[op][n] == cost_model.rowop_cost(op, 2, n), (op, n)
+
+
+def test_er_mm_fraction_at_gpt2_shape():
+    rows = {r["variant"]: r for r in cost_model.table()}
+    assert rows["crypten"]["Embed_GiB"] == pytest.approx(71.41, abs=0.01)  # the paper's Table 2
+    assert rows["crypten"]["Linear_GiB"] == pytest.approx(159.36, rel=0.01)  # (raw log value)
+    assert 0.3 < rows["merge"]["fraction"] < 0.45  # paper: 37.75 %

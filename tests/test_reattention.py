@@ -1,0 +1,240 @@
+"""Re-Attention: the logit correction and the moment propagation it rests on (DPFormer §4)."""
+
+import math
+
+import pytest
+import torch
+
+from privtrans.dp import moments
+from privtrans.dp import reattention as ra_mod
+from privtrans.models import SASRec
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+# ------------------------------------------------------------------ activation moments (Table 3)
+@pytest.mark.parametrize("mu,var", [(0.0, 1.0), (0.0, 1e-4), (0.7, 0.3), (-1.2, 2.0), (3.0, 0.5)])
+def test_relu_moments_match_monte_carlo(mu, var):
+    x = mu + math.sqrt(var) * torch.randn(2_000_000, generator=gen(1), dtype=torch.float64)
+    m, v = moments.relu_moments(mu, var)
+    z = x.clamp_min(0)
+    assert float(m) == pytest.approx(float(z.mean()), rel=0.01, abs=1e-3 * math.sqrt(var))
+    assert float(v) == pytest.approx(float(z.var()), rel=0.02)
+
+
+def test_relu_standard_normal_value_and_paper_eq8_erratum():
+    assert float(moments.relu_moments(0.0, 1.0)[1]) == pytest.approx(0.5 - 1 / (2 * math.pi), abs=1e-12)
+    assert float(moments.relu_moments(0.0, 1.0)[1]) == pytest.approx(0.3408, abs=1e-4)  # Table 3
+    assert float(moments.relu_var_paper_eq8(0.0, 1.0)) == pytest.approx(0.5)  # printed Eq. 8
+
+
+def test_relu_moments_stable_when_noise_is_tiny():
+    m, v = moments.relu_moments(torch.tensor([2.0, -2.0]), torch.tensor([1e-10, 1e-10]))
+    assert torch.allclose(m, torch.tensor([2.0, 0.0]))
+    assert float(v[0]) == pytest.approx(1e-10, rel=1e-6) and float(v[1]) < 1e-20
+
+
+@pytest.mark.parametrize("mu,var", [(0.0, 1.0), (0.0, 1e-4), (0.5, 0.2), (-1.0, 1.5)])
+def test_gelu_moments_match_monte_carlo(mu, var):
+    x = mu + math.sqrt(var) * torch.randn(2_000_000, generator=gen(2), dtype=torch.float64)
+    m, v = moments.gelu_moments(mu, var)
+    z = torch.nn.functional.gelu(x)
+    assert float(v) == pytest.approx(float(z.var()), rel=0.02)
+    assert float(m) == pytest.approx(float(z.mean()), rel=0.01, abs=2e-3 * math.sqrt(var))
+
+
+# ------------------------------------------------------------------ linear / layernorm (Eq. 7)
+def test_linear_variance_matches_monte_carlo():
+    d_in, d_out, L, n = 12, 7, 5, 40_000
+    x = torch.randn(L, d_in, generator=gen(3), dtype=torch.float64)
+    W = 0.4 * torch.randn(d_out, d_in, generator=gen(4), dtype=torch.float64)
+    v = torch.tensor([0.0, 0.01, 0.1, 0.5, 2.0], dtype=torch.float64)
+    w_var = 0.03
+    X = x + v.sqrt()[:, None] * torch.randn(n, L, d_in, generator=gen(5), dtype=torch.float64)
+    Wn = W + math.sqrt(w_var) * torch.randn(n, d_out, d_in, generator=gen(6), dtype=torch.float64)
+    Y = torch.einsum("nli,noi->nlo", X, Wn)
+    emp = Y.var(0)                                        # (L, d_out)
+    per = moments.linear_var_per_coord(x, v, W, w_var)
+    assert torch.allclose(per, emp, rtol=0.05)
+    assert torch.allclose(moments.linear_var(x, v, W, w_var), emp.mean(-1), rtol=0.03)
+
+
+def test_linear_then_relu_matches_monte_carlo():
+    d, n = 16, 40_000
+    x = torch.randn(3, d, generator=gen(7), dtype=torch.float64)
+    W = 0.3 * torch.randn(d, d, generator=gen(8), dtype=torch.float64)
+    v = torch.tensor([0.01, 0.1, 1.0], dtype=torch.float64)
+    X = x + v.sqrt()[:, None] * torch.randn(n, 3, d, generator=gen(9), dtype=torch.float64)
+    pre_mc = X @ W.T
+    emp = pre_mc.clamp_min(0).var(0).mean(-1)
+    pre_var = moments.linear_var_per_coord(x, v, W, 0.0)   # (3, d): what the tracker feeds ReLU
+    got = moments.activation_var("relu", x @ W.T, pre_var)
+    assert torch.allclose(got, emp, rtol=0.03)
+    # the paper's printed Eq. 8 in place of the correct moments misses by far more
+    bad = moments.relu_var_paper_eq8(x @ W.T, pre_var).mean(-1)
+    assert not torch.allclose(bad, emp, rtol=0.1)
+
+
+def test_layernorm_variance_matches_monte_carlo():
+    d, n = 32, 40_000
+    x = 1.5 * torch.randn(4, d, generator=gen(10), dtype=torch.float64) + 0.3
+    gamma = 1 + 0.2 * torch.randn(d, generator=gen(11), dtype=torch.float64)
+    v = torch.tensor([1e-3, 5e-2, 1.0, 50.0], dtype=torch.float64)   # small noise ... noise-dominated
+    X = x + v.sqrt()[:, None] * torch.randn(n, 4, d, generator=gen(12), dtype=torch.float64)
+    ln = torch.nn.functional.layer_norm(X, (d,), weight=gamma)
+    emp = ln.var(0).mean(-1)
+    assert torch.allclose(moments.layernorm_var(x, v, gamma), emp, rtol=0.05)
+
+
+def test_attention_value_variance_matches_monte_carlo():
+    S = torch.softmax(torch.randn(2, 4, 4, generator=gen(13), dtype=torch.float64), -1)
+    vV = torch.tensor([[0.1, 1.0, 0.0, 3.0], [0.5, 0.5, 0.5, 0.5]], dtype=torch.float64)
+    V = torch.randn(2, 4, 8, generator=gen(14), dtype=torch.float64)
+    noisy = V + vV.sqrt()[..., None] * torch.randn(50_000, 2, 4, 8, generator=gen(15), dtype=torch.float64)
+    emp = (S @ noisy).var(0).mean(-1)
+    assert torch.allclose(moments.attention_value_var(S, vV), emp, rtol=0.05)
+
+
+# ------------------------------------------------------------------ the correction itself
+def test_constant_key_variance_leaves_attention_unchanged():
+    q = torch.randn(2, 1, 6, 8, generator=gen(16))
+    k = torch.randn(2, 1, 6, 8, generator=gen(17))
+    scores = q @ k.transpose(-1, -2) / math.sqrt(8)
+    off = ra_mod.logit_offset(q, torch.full((2, 1, 6), 0.7), 1 / math.sqrt(8))
+    assert torch.allclose(torch.softmax(scores + off, -1), torch.softmax(scores, -1), atol=1e-6)
+    # and a non-constant variance moves mass away from the noisier key
+    var = torch.zeros(2, 1, 6)
+    var[..., 2] = 1.0
+    p0, p1 = torch.softmax(scores, -1), torch.softmax(scores + ra_mod.logit_offset(q, var, 1 / math.sqrt(8)), -1)
+    assert torch.all(p1[..., 2] < p0[..., 2])
+
+
+def tiny_model(seed=0, activation="relu", n_items=60, L=10):
+    torch.manual_seed(seed)
+    return SASRec(n_items, L, d=16, n_blocks=2, dropout=0.0, activation=activation)
+
+
+def tiny_batch(n_items=60, L=10):
+    seqs = torch.randint(1, n_items + 1, (5, L), generator=gen(18))
+    seqs[0, :3] = 0
+    seqs[1, :7] = 0
+    return seqs
+
+
+def test_constant_variance_in_model_leaves_outputs_unchanged():
+    m, seqs = tiny_model(), tiny_batch()
+    m.eval()
+    base = m(seqs)
+    ra = ra_mod.enable(m, sigma_dp=3.0, batch_size=8, item_freq=torch.full((61,), 0.05))
+    ra.keys_var = lambda blk, bt, v: torch.full(v.shape, 2.5)
+    assert torch.allclose(m(seqs), base, atol=1e-5)
+    ra_mod.disable(m)
+
+
+def test_model_correction_changes_output_and_zero_noise_is_identity():
+    m, seqs = tiny_model(), tiny_batch()
+    m.eval()
+    base = m(seqs)
+    p = torch.linspace(0.005, 0.5, 61)
+    ra = ra_mod.enable(m, sigma_dp=0.0, batch_size=8, item_freq=p)
+    assert torch.equal(m(seqs), base)
+    ra.sigma_dp = 4.0
+    out = m(seqs)
+    assert not torch.allclose(out, base, atol=1e-4)
+    assert set(ra.key_var) == {0, 1} and torch.all(ra.key_var[0][seqs > 0] > 0)
+    assert torch.all(torch.isfinite(out[seqs > 0][:, 1:]))
+    ra.at_eval = False
+    assert torch.equal(m(seqs), base)
+    ra_mod.disable(m)
+    assert m.attention_layers()[0].logit_correction is None
+
+
+def test_rarer_items_get_larger_key_variance():
+    m, seqs = tiny_model(), tiny_batch()
+    p = torch.full((61,), 0.3)
+    rare = int(seqs[2, 4])
+    p[rare] = 0.003
+    ra = ra_mod.enable(m, sigma_dp=2.0, batch_size=64, item_freq=p)
+    m.eval()
+    m(seqs)
+    kv = ra.key_var[0][2]
+    assert int(kv.argmax()) == 4
+    ra_mod.disable(m)
+
+
+def test_gradients_flow_with_correction_in_training():
+    m, seqs = tiny_model(activation="gelu"), tiny_batch()
+    m.train()
+    ra_mod.enable(m, sigma_dp=2.0, batch_size=16, item_freq=torch.linspace(0.01, 0.4, 61))
+    logits = m(seqs)
+    loss = logits[seqs > 0][:, 1:].logsumexp(-1).mean()
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
+    assert m.blocks[0].attn.k_proj.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("sigma", [1.0, 6.0])
+def test_tracked_key_variance_matches_monte_carlo_of_noisy_weights(sigma):
+    """End to end: LayerNorm, Linear, ReLU, attention·V and residuals chained over two blocks."""
+    m, seqs = tiny_model(), tiny_batch()
+    p = torch.exp(torch.empty(61).uniform_(-6, -0.5, generator=gen(19)))
+    ra = ra_mod.enable(m, sigma_dp=sigma, batch_size=256, item_freq=p)
+    m.eval()
+    m(seqs)
+    mc = ra_mod.monte_carlo_key_var(m, seqs, ra, 400, gen(20))
+    mask = seqs > 0
+    for layer in (0, 1):
+        ratio = ra.key_var[layer][mask].mean() / mc[layer][mask].mean()
+        assert 0.9 < float(ratio) < 1.1, (layer, float(ratio))
+    ra_mod.disable(m)
+
+
+def test_distraction_monte_carlo_inflates_tails_and_correction_fixes_it():
+    out = ra_mod.distraction_monte_carlo([0.0, 2.0, 2.0, 0.0], [1.0, 0.1, 0.1, 1.0], 100_000, generator=gen(21))
+    assert out["noisy"][0] > out["truth"][0] + 5 * out["noisy_se"][0]
+    tv = lambda a: 0.5 * abs(a - out["truth"]).sum()  # noqa: E731
+    assert tv(out["corrected"]) < tv(out["noisy"]) / 2
+
+
+def test_bad_inputs_raise():
+    m = tiny_model()
+    with pytest.raises(ValueError):
+        ra_mod.enable(m, sigma_dp=1.0, batch_size=8, item_freq=torch.full((10,), 0.1))
+    with pytest.raises(ValueError):
+        ra_mod.enable(m, sigma_dp=-1.0, batch_size=8, item_freq=torch.full((61,), 0.1))
+    with pytest.raises(ValueError):
+        moments.relu_moments(0.0, -1.0)
+    with pytest.raises(TypeError):
+        ra_mod.enable(torch.nn.Linear(2, 2), sigma_dp=1.0, batch_size=8, item_freq=[0.1])
+
+
+def test_item_frequencies_is_document_frequency():
+    seqs = torch.tensor([[0, 1, 1, 2], [0, 0, 2, 3], [1, 2, 3, 3]])
+    p = ra_mod.item_frequencies(seqs, 4)
+    assert torch.allclose(p[1:], torch.tensor([2 / 3, 1.0, 2 / 3, 1 / 3], dtype=p.dtype))
+
+
+def test_phantom_norms_stay_exact_with_reattention_on():
+    """DP safety: with the correction installed, Phantom's per-sample norms equal brute force."""
+    from privtrans.dp.brute_force import norms_of, per_sample_grads
+    from privtrans.dp.phantom import PhantomClipper
+    from privtrans.models import per_sample_loss
+
+    m, seqs = tiny_model(), tiny_batch()
+    targets = torch.roll(seqs, -1, 1)
+    targets[:, -1] = 0
+    targets[seqs == 0] = 0
+    m.eval()
+    ra_mod.enable(m, sigma_dp=3.0, batch_size=8, item_freq=torch.linspace(0.01, 0.5, 61))
+    clipper = PhantomClipper(m)
+    with clipper.capture():
+        losses = per_sample_loss(m(seqs), targets)
+    norms = clipper.backward(losses)
+    ref = norms_of(per_sample_grads(m, lambda run, x, y: per_sample_loss(run(x), y)[0], seqs, targets))
+    assert torch.allclose(norms, ref, rtol=1e-4, atol=1e-6)
+    # and the correction really is active in this forward
+    base = m(seqs).detach()
+    ra_mod.disable(m)
+    assert not torch.allclose(m(seqs), base, atol=1e-5)

