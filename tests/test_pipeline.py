@@ -104,7 +104,7 @@ def test_claims_are_judged_held_not_held_or_not_judged(root):
     assert rows["d"]["held"] is None and "cannot evaluate" in rows["d"]["reason"]
     assert rows["e"]["held"] is None and "not judged at profile 'smoke'" in rows["e"]["reason"]
     table = claims.markdown_table(list(rows.values()), "smoke")
-    assert "1 of 5 claims held, 1 not held" in table and table.count("\n| ") == 6
+    assert "1 of 5 claims held, 1 not held, 3 not judged" in table and table.count("\n| ") == 6
 
 
 def test_results_from_another_profile_are_not_judged(root):

@@ -118,16 +118,17 @@ def fmt(v) -> str:
 
 def markdown_table(rows: list[dict], profile: str) -> str:
     """The 'paper vs. this reproduction' table that a chapter page includes."""
-    mark = {True: "✅ held", False: "❌ not held", None: "– not judged"}
+    mark = {True: "**held**", False: "**not held**", None: "*not judged*"}
     n_held = sum(r["held"] is True for r in rows)
     n_not = sum(r["held"] is False for r in rows)
-    lines = [f"Built at profile **{profile}**: {n_held} of {len(rows)} claims held, {n_not} not held.", "",
-             "| Paper item | Claim | Paper (cited) | This reproduction | Verdict | Why |",
-             "|---|---|---|---|---|---|"]
+    lines = [f"Built at profile **{profile}**: {n_held} of {len(rows)} claims held, {n_not} not held, "
+             f"{len(rows) - n_held - n_not} not judged.", "",
+             "| Paper item | Claim | Paper (cited) | This reproduction | Verdict and why |",
+             "|---|---|---|---|---|"]
     for r in rows:
         cells = [r["paper_item"], r["statement"], fmt(r["paper_value"]), fmt(r["value"]),
-                 mark[r["held"]], r["reason"]]
+                 f"{mark[r['held']]}: {r['reason']}"]
         lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
     if not rows:
-        lines.append("| – | no claims yet | | | | |")
+        lines.append("| – | no claims yet | | | |")
     return "\n".join(lines) + "\n"
