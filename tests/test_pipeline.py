@@ -144,6 +144,24 @@ def test_cache_key_follows_source_lib_data_profile_and_seed(root):
     src.write_text("b")
     k3 = cache.input_key(root, nb, "smoke", 0)
     assert len({k0, k1, k2, k3}) == 4
+    (root / "lib" / "privtrans" / "pipeline").mkdir()
+    (root / "lib" / "privtrans" / "pipeline" / "html.py").write_text("changed")
+    (root / "lib" / "privtrans" / "claims.py").write_text("changed")
+    assert cache.input_key(root, nb, "smoke", 0) == k3, "the build machinery is not a notebook input"
+
+
+def test_stale_results_of_notebooks_that_did_not_run_decide_nothing(root):
+    from privtrans.pipeline import report
+
+    _write_claims(root, CLAIMS)
+    out = root / "book" / "_generated" / "dp_icl" / "nb1"
+    out.mkdir(parents=True)
+    (out / "results.json").write_text(json.dumps({"profile": "smoke", "values": {"x": 2.0}}))
+    judged = {r["id"]: r for r in report.judge_claims(root, "smoke", {("dp_icl", "nb1")})}
+    assert judged["a"]["held"] is True
+    stale = {r["id"]: r for r in report.judge_claims(root, "smoke", set())}
+    assert stale["a"]["held"] is None and "has not run" in stale["a"]["reason"]
+    assert "0 of 5 claims held" in (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
 
 
 def test_notebook_names_are_checked(root):

@@ -76,10 +76,12 @@ def main(argv=None) -> int:
     for nb in all_nbs:
         st = cache.load_state(root, nb) or {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile,
                                              "seed": seed, "seconds": 0.0, "status": "not run", "error": None}
-        if st["status"] == "ok" and execute.papermill_problem(execute.executed_path(root, nb)):
-            st = dict(st, status="failed", error=f"{nb.label}: {execute.papermill_problem(execute.executed_path(root, nb))}")
+        problem = execute.papermill_problem(execute.executed_path(root, nb)) if st["status"] == "ok" else None
+        if problem:
+            st = dict(st, status="failed", error=f"{nb.label}: {problem}")
         rows.append({k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")})
-    claim_rows = report.judge_claims(root, profile)
+    ran = {(nb.chapter, nb.name) for nb, r in zip(all_nbs, rows) if r["status"] == "ok"}
+    claim_rows = report.judge_claims(root, profile, ran)
     summary = report.write_summary(root, profile, seed, rows, claim_rows)
 
     failed = [r for r in rows if r["status"] == "failed"]

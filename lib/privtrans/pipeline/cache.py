@@ -1,4 +1,7 @@
-"""Skip a notebook whose inputs did not change: its source, lib/, its chapter's data/, profile, seed."""
+"""Skip a notebook whose inputs did not change: its source, lib/, its chapter's data/, profile, seed.
+
+The build machinery itself (``privtrans.pipeline`` and ``privtrans.claims``, which run after the
+notebooks) is not an input of any notebook, so editing it does not re-run the book."""
 
 from __future__ import annotations
 
@@ -9,14 +12,19 @@ from pathlib import Path
 from .discover import Notebook
 
 
+NOT_INPUTS = ("lib/privtrans/pipeline/", "lib/privtrans/claims.py")
+
+
 def _hash_tree(h, base: Path, root: Path):
     if not base.exists():
         return
     files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
     for p in files:
-        if "__pycache__" in p.parts or p.suffix in (".pyc",) or ".egg-info" in str(p):
+        rel = p.relative_to(root).as_posix()
+        if ("__pycache__" in p.parts or p.suffix == ".pyc" or ".egg-info" in rel
+                or rel.startswith(NOT_INPUTS)):
             continue
-        h.update(str(p.relative_to(root)).encode())
+        h.update(rel.encode())
         h.update(p.read_bytes())
 
 

@@ -11,12 +11,16 @@ from ..session import load_results
 from ..paths import generated_dir
 
 
-def judge_claims(root: Path, profile: str) -> list[dict]:
-    """Evaluate every chapter's claims and write book/_generated/<chapter>/claims.md."""
+def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[dict]:
+    """Evaluate every chapter's claims and write book/_generated/<chapter>/claims.md.
+
+    Only results of notebooks that ran in this build (``ran``: {(chapter, name)}) count: a stale
+    results.json left by a notebook that failed or never ran here must not decide a claim."""
     rows_all = []
     for ch in CHAPTERS:
         doc = claims.load(ch, root)
-        rows = claims.evaluate(ch, doc, load_results(ch, root), profile)
+        results = {name: r for name, r in load_results(ch, root).items() if (ch, name) in ran}
+        rows = claims.evaluate(ch, doc, results, profile)
         out = generated_dir(ch, root)
         out.mkdir(parents=True, exist_ok=True)
         (out / "claims.md").write_text(claims.markdown_table(rows, profile))
