@@ -98,6 +98,30 @@ def test_unknown_profile_is_refused(book):
     assert proc.returncode == 2 and "allowed values are smoke, ci, paper" in proc.stderr
 
 
+def test_a_chapter_run_before_the_whole_book_ran_leaves_the_html_alone(book):
+    root, _ = book
+    nbs = discover(root)
+    other = next(nb for nb in nbs if nb.chapter != nbs[0].chapter)
+    state = root / "_build" / "state" / other.chapter / f"{other.stem}.json"
+    saved = state.read_text()
+    index = root / "_build" / "html" / "index.html"
+    before = index.stat().st_mtime_ns
+    state.unlink()
+    try:
+        proc = pipeline(root, "--profile", "smoke", "--chapter", nbs[0].chapter)
+    finally:
+        state.write_text(saved)
+    assert proc.returncode == 0, proc.stderr
+    assert "HTML book not built" in proc.stdout and other.label in proc.stdout
+    assert index.stat().st_mtime_ns == before
+    from privtrans import claims
+
+    its = {c["id"] for c in claims.load(other.chapter, root)["claims"] if c["notebook"] == other.name}
+    summary = json.loads((root / "_build" / "summary.json").read_text())
+    judged = [c for c in summary["claims"] if c["chapter"] == other.chapter and c["id"] in its]
+    assert all(c["held"] is None for c in judged)  # its stale results.json decides nothing
+
+
 def test_a_broken_notebook_fails_the_build_and_keeps_the_last_book(book):
     root, _ = book
     index = root / "_build" / "html" / "index.html"

@@ -98,11 +98,14 @@ def main(argv=None) -> int:
         return 1
     if args.no_html:
         return 0
-    print("Building the HTML book (jupyter-book -W -n --keep-going) ...", flush=True)
     if not_run:
-        print(f"  ({len(not_run)} notebook(s) never ran and are left out of the book: "
-              f"{', '.join(r['chapter'] + '/' + r['notebook'] for r in not_run)})")
-    ok, msg = html.build(root, [nb for nb, r in zip(all_nbs, rows) if r["status"] == "ok"])
+        # chapter pages link their notebooks and figures: a book with holes would not build with -W
+        print(f"HTML book not built: {len(not_run)} notebook(s) have never run in this checkout "
+              f"({', '.join(r['chapter'] + '/' + r['notebook'] for r in not_run)}); "
+              "run `make book` once, after which `make chapter` rebuilds the book")
+        return 0
+    print("Building the HTML book (jupyter-book -W -n --keep-going) ...", flush=True)
+    ok, msg = html.build(root, all_nbs)
     print(msg, file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
 
