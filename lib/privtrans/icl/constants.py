@@ -79,28 +79,26 @@ def low_dim(N: int, D: int = 5, lam: float = 5.0, L: int | None = None) -> Hyper
     return Hyper(N, L, D, lam, C, G, R, eta0, T, "low_dim")
 
 
-def high_dim(N: int, T: int = 5) -> Hyper:
-    """Figure 2: D = L = floor(sqrt N), lambda = N / D, eta0 = 0.1 * 2 lam / (3 (lam + G^2)^2), T = 5."""
+def _square(N: int, T: int, eta_scale: float, setting: str) -> Hyper:
+    """D = L = floor(sqrt N), lambda = N / D, eta0 = eta_scale * lam / (3 (lam + G^2)^2)."""
     D = L = int(math.isqrt(N))
     _check(N, L, D)
     lam = N / D
     C = _clip_constant(N, L)
     G = _feature_radius(C, N, L, D)
     R = C**2 * math.sqrt(N / L) / lam
-    eta0 = 0.1 * 2 * lam / (3 * (lam + G**2) ** 2)
-    return Hyper(N, L, D, lam, C, G, R, eta0, T, "high_dim")
+    eta0 = eta_scale * lam / (3 * (lam + G**2) ** 2)
+    return Hyper(N, L, D, lam, C, G, R, eta0, T, setting)
+
+
+def high_dim(N: int, T: int = 5) -> Hyper:
+    """Figure 2: D = L = floor(sqrt N), lambda = N / D, eta0 = 0.1 * 2 lam / (3 (lam + G^2)^2), T = 5."""
+    return _square(N, T, 0.1 * 2, "high_dim")
 
 
 def over_param(N: int = 1000, T: int = 1) -> Hyper:
     """Figure 3: D = L = floor(sqrt N), lambda = N / D, eta0 = 0.02 lam / (3 (lam + G^2)^2)."""
-    D = L = int(math.isqrt(N))
-    _check(N, L, D)
-    lam = N / D
-    C = _clip_constant(N, L)
-    G = _feature_radius(C, N, L, D)
-    R = C**2 * math.sqrt(N / L) / lam
-    eta0 = 0.02 * lam / (3 * (lam + G**2) ** 2)
-    return Hyper(N, L, D, lam, C, G, R, eta0, T, "over_param")
+    return _square(N, T, 0.02, "over_param")
 
 
 def robustness(N: int = 5000, L: int = 500, D: int = 5, lam: float = 0.01) -> Hyper:
