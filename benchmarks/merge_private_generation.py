@@ -1,6 +1,6 @@
 """Private greedy generation of the same tiny GPT: ER+MM (MERGE) vs vanilla CrypTen, 2 processes.
 
-    .venv/bin/python benchmarks/merge_private_generation.py [--length 64] [--vocab 768] [--all]
+    .venv/bin/python benchmarks/merge_private_generation.py [--length 64] [--vocab 768] [--all] [--encdec]
 
 Prints, per variant: loopback seconds, bytes and rounds per party, rounds per generated token, and
 the ratios against vanilla, beside the closed-form byte count (privtrans.mpc.cost_model).
@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--all", action="store_true", help="all seven variants, not just crypten and merge")
+    ap.add_argument("--encdec", action="store_true",
+                    help="the encoder-decoder (layers split into encoder + decoder, as the paper's T5 rows)")
+    ap.add_argument("--src", type=int, default=4, help="encoder-decoder: source length")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     if a.length <= a.prefix:
@@ -35,14 +38,26 @@ def main():
     variants = list(VARIANTS) if a.all else ["crypten", "merge"]
     sizes = dict(vocab_size=a.vocab, d_model=a.d_model, n_layers=a.layers, n_heads=a.heads, max_len=a.length)
     n_new = a.length - a.prefix
-    jobs = [dict(kind="generate", variant=v, sizes=sizes, prefix=a.prefix, n_new=n_new) for v in variants]
+    extra = {}
+    if a.encdec:
+        if a.layers < 2:
+            ap.error("--encdec needs --layers >= 2 (split into encoder and decoder)")
+        sizes.update(n_layers=a.layers - a.layers // 2, n_enc_layers=a.layers // 2, max_src=a.src)
+        extra = dict(src=a.src)
+    jobs = [dict(kind="generate", variant=v, sizes=sizes, prefix=a.prefix, n_new=n_new, **extra) for v in variants]
     t0 = time.perf_counter()
     df = experiments.run_jobs(jobs, seed=a.seed, timeout=3600)
     wall = time.perf_counter() - t0
     tot = df[df.group == "Total"].set_index("variant")
-    shape = cost_model.Shape(vocab=a.vocab, d=a.d_model, layers=a.layers, heads=a.heads, prefix=a.prefix, n_new=n_new)
+    if a.encdec:
+        shape = cost_model.EncDecShape(vocab=a.vocab, d=a.d_model, enc_layers=sizes["n_enc_layers"],
+                                       dec_layers=sizes["n_layers"], heads=a.heads, src=a.src,
+                                       prefix=a.prefix, n_new=n_new)
+    else:
+        shape = cost_model.Shape(vocab=a.vocab, d=a.d_model, layers=a.layers, heads=a.heads, prefix=a.prefix, n_new=n_new)
     base = tot.loc["crypten"]
-    print(f"tiny GPT V={a.vocab} d={a.d_model} L={a.layers} H={a.heads}; prefix {a.prefix}, "
+    kind = f"encoder-decoder ({sizes['n_enc_layers']} + {sizes['n_layers']} layers, source {a.src})" if a.encdec else "GPT"
+    print(f"tiny {kind} V={a.vocab} d={a.d_model} L={a.layers} H={a.heads}; prefix {a.prefix}, "
           f"{n_new} generated tokens (length {a.length}); 2 parties, gloo loopback; wall {wall:.0f} s")
     print(f"{'variant':<20}{'seconds':>9}{'MiB/party':>11}{'rounds':>9}{'rounds/tok':>11}"
           f"{'time ratio':>11}{'byte ratio':>11}{'closed-form bytes':>19}")
@@ -52,6 +67,12 @@ def main():
         print(f"{v:<20}{r.seconds:>9.2f}{r.bytes / 2**20:>11.2f}{r.rounds:>9.0f}{r.rounds / n_new:>11.1f}"
               f"{base.seconds / r.seconds:>10.2f}x{r.bytes / base.bytes:>11.3f}{cf / 2**20:>15.2f} MiB")
     print("time ratio = vanilla seconds / variant seconds; byte ratio = variant bytes / vanilla bytes")
+    if "merge" in tot.index:
+        m = tot.loc["merge"]
+        speed, saved = base.seconds / m.seconds, 1 - m.bytes / base.bytes
+        ok = speed >= 5 and saved >= 0.6
+        print(f"target: ER+MM >= 5x faster and >= 60% fewer bytes than vanilla -> {speed:.1f}x, "
+              f"{100 * saved:.0f}% fewer: {'met' if ok else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -76,8 +76,10 @@ def test_cli_parties_rendezvous_like_two_hosts(tmp_path):
 
     port = runner.free_port()
     cmd = lambda r: [sys.executable, "-m", "privtrans.mpc.runner", "--rank", str(r), "--world-size", "2",  # noqa: E731
-                     "--rendezvous", f"tcp://127.0.0.1:{port}", "privtrans.mpc.parties:matmul_cost",
-                     json.dumps({"n": 2, "k": 4, "m": 3})]
+                     "--rendezvous", f"tcp://127.0.0.1:{port}", "privtrans.mpc.parties:generation_report",
+                     json.dumps(kwargs)]
+    sizes = dict(vocab_size=40, d_model=8, n_layers=1, n_heads=2, max_len=12)
+    kwargs = {"variant": "merge", "sizes": sizes, "prefix": [3, 1, 4], "n_new": 4}
     env = dict(os.environ, OMP_NUM_THREADS="1")
     procs = [subprocess.Popen(cmd(r), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
              for r in (0, 1)]
@@ -90,4 +92,8 @@ def test_cli_parties_rendezvous_like_two_hosts(tmp_path):
                 p.wait()
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
-        assert json.loads(out.strip().splitlines()[-1])["bytes"] == 16 * (2 * 4 + 4 * 3)
+    model, decoding = parties.build_model("merge", sizes, 0)
+    want = model.generate(torch.tensor([[3, 1, 4]]), 4, decoding)[0].tolist()
+    reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert reports[0] == {**reports[1], "seconds": reports[0]["seconds"]}  # same tokens, bytes, rounds
+    assert reports[0]["ids"] == want and reports[0]["bytes"] > 0

@@ -66,3 +66,53 @@ def test_er_mm_fraction_at_gpt2_shape():
     assert rows["crypten"]["Embed_GiB"] == pytest.approx(71.41, abs=0.01)  # the paper's Table 2
     assert rows["crypten"]["Linear_GiB"] == pytest.approx(159.36, rel=0.01)  # (raw log value)
     assert 0.3 < rows["merge"]["fraction"] < 0.45  # paper: 37.75 %
+
+
+# ----------------------------------------------------------------------------- encoder-decoder
+ED_SIZES = dict(vocab_size=48, d_model=16, n_heads=2, n_layers=1, n_enc_layers=1, max_len=12, max_src=8)
+SRC = [7, 3, 11, 4, 20]
+ED_VARS = ["crypten", "mpcformer_sf2quad", "thex", "only_mm", "merge"]
+
+
+@pytest.fixture(scope="module")
+def ed_generations():
+    return runner.run(parties.private_generate, ED_VARS, ED_SIZES, PREFIX[:2], N_NEW, 0, None, None, SRC,
+                      timeout=300)
+
+
+@pytest.mark.parametrize("variant", ED_VARS)
+def test_encdec_private_generation_matches_plaintext(ed_generations, variant):
+    model, decoding = parties.build_model(variant, ED_SIZES, 0)
+    want = model.generate(SRC, torch.tensor([PREFIX[:2]]), N_NEW, decoding)[0]
+    for r in ed_generations:
+        assert torch.equal(r[variant]["ids"], want)
+
+
+@pytest.mark.parametrize("variant", ED_VARS)
+def test_encdec_bytes_equal_cost_model(ed_generations, variant):
+    shape = cost_model.EncDecShape(vocab=48, d=16, enc_layers=1, dec_layers=1, heads=2, src=len(SRC),
+                                   prefix=2, n_new=N_NEW)
+    model = cost_model.generation_cost(shape, variant)
+    meter = ed_generations[0][variant]["meter"]
+    for group, m in model.items():
+        got = meter.get(group, {"bytes": 0, "rounds": 0})
+        assert (got["bytes"], got["rounds"]) == (m["bytes"], m["rounds"]), group
+
+
+def test_encdec_merge_has_no_per_token_cross_cost():
+    """With MM the cross sub-layer is prepared once: more generated tokens add no cross bytes."""
+    short, long_ = (cost_model.EncDecShape(vocab=48, d=16, enc_layers=1, dec_layers=1, heads=2, n_new=n)
+                    for n in (4, 40))
+    gpt_short, gpt_long = (cost_model.Shape(vocab=48, d=16, layers=1, heads=2, prefix=2, n_new=n) for n in (4, 40))
+    grow = lambda a, b: cost_model.generation_cost(b, "merge")["Linear"]["bytes"] - cost_model.generation_cost(a, "merge")["Linear"]["bytes"]  # noqa: E731
+    extra_setup = 16 * 36 * (2 * 4 + 16)  # the one-off C_x e and W_x products cover 36 more positions
+    assert grow(short, long_) == grow(gpt_short, gpt_long) + extra_setup
+
+
+def test_encdec_fractions_at_t5_shape():
+    """ER+MM saves more on the encoder-decoder than on GPT-2, as the paper's T5 rows show."""
+    t5 = {r["variant"]: r for r in cost_model.table(cost_model.T5)}
+    gpt = {r["variant"]: r for r in cost_model.table(cost_model.GPT2)}
+    assert t5["merge"]["fraction"] < gpt["merge"]["fraction"]
+    assert t5["only_er"]["Embed_GiB"] < 0.05 * t5["crypten"]["Embed_GiB"]
+    assert t5["merge"]["Softmax_GiB"] == 0

@@ -116,64 +116,157 @@ def _att(kind: str, rows: int, t: int) -> tuple[int, float]:
     return rows * (c["per_t"] * t + c["per_row"]) + c["per_call"], c["rounds"]
 
 
-def generation_cost(shape: Shape, variant: str, decoding: str | None = None) -> dict:
-    """{group: {"bytes", "rounds"}} plus "Total" for one private generation of ``shape.n_new`` tokens."""
+def _spec(variant: str, decoding: str | None) -> tuple[dict, str]:
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     spec = dict(attention="softmax", act="gelu", attn_norm="ln", ffn_norm="ln", merged=False)
     spec.update(VARIANTS[variant]["model"])
-    decoding = decoding or VARIANTS[variant]["decoding"]
-    V, d, L, H, ff, p, T = shape.vocab, shape.d, shape.layers, shape.heads, shape.ff, shape.prefix, shape.n_new
-    g = {k: {"bytes": 0.0, "rounds": 0.0} for k in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Other")}
+    return spec, decoding or VARIANTS[variant]["decoding"]
 
-    def add(group, b, r=1):
-        g[group]["bytes"] += b
-        g[group]["rounds"] += r
 
-    def norm(kind, n):
+class _Tally:
+    """Bytes and rounds per group, added op by op in the order ``SecureGPT`` runs them."""
+
+    def __init__(self, spec: dict, d: int, heads: int, ff: int):
+        self.spec, self.d, self.H, self.ff = spec, d, heads, ff
+        self.g = {k: {"bytes": 0.0, "rounds": 0.0} for k in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Other")}
+
+    def add(self, group, b, r=1):
+        self.g[group]["bytes"] += b
+        self.g[group]["rounds"] += r
+
+    def norm(self, kind, n):
         c = NONLINEAR[f"norm_{kind}"]
-        add("Norm", c["elem"] * n * d + c.get("row", 0) * n + c["vec"] * d, c["rounds"])
+        self.add("Norm", c["elem"] * n * self.d + c.get("row", 0) * n + c["vec"] * self.d, c["rounds"])
 
-    def layer_pass(n, t):
+    def attention(self, n, t):
+        """Scores, normalisation and value product of n queries over t keys (projections apart)."""
+        d, H = self.d, self.H
+        self.add("Linear", ELEM * (n * d + t * d))      # scores: (H, n, dh) @ (H, dh, t)
+        self.add("Softmax", *_att(f"att_{self.spec['attention']}", H * n, t))
+        self.add("Linear", ELEM * (H * n * t + t * d))  # probs (H, n, t) @ V (H, t, dh)
+
+    def layer(self, n, t, cross_keys: int = 0):
+        """One block on n new positions with t keys in total; ``cross_keys``: source length of a
+        decoder block's cross sub-layer (its keys / merged term are prepared by ``cross_setup``)."""
+        spec, d, H = self.spec, self.d, self.H
         if spec["merged"]:
-            add("Linear", ELEM * (H * n * t + t * d))  # C slice (H, n, t) @ cached inputs (H, t, dh)
-            add("Linear", matmul_bytes(n, d, d))
+            self.add("Linear", ELEM * (H * n * t + t * d))  # C slice (H, n, t) @ cached inputs (H, t, dh)
+            self.add("Linear", matmul_bytes(n, d, d))
         else:
-            add("Linear", matmul_bytes(n, d, 3 * d))
-            add("Linear", ELEM * (n * d + t * d))      # scores: (H, n, dh) @ (H, dh, t)
-            b, r = _att(f"att_{spec['attention']}", H * n, t)
-            add("Softmax", b, r)
-            add("Linear", ELEM * (H * n * t + t * d))  # probs (H, n, t) @ V (H, t, dh)
-            add("Linear", matmul_bytes(n, d, d))
-            norm(spec["attn_norm"], n)
-        add("Linear", matmul_bytes(n, d, ff))
+            self.add("Linear", matmul_bytes(n, d, 3 * d))
+            if spec["attention"] == "constant":
+                self.add("Linear", ELEM * (H * n * t + t * d))
+            else:
+                self.attention(n, t)
+            self.add("Linear", matmul_bytes(n, d, d))
+            self.norm(spec["attn_norm"], n)
+        if cross_keys and not spec["merged"]:
+            S = cross_keys
+            if spec["attention"] == "constant":
+                self.add("Linear", ELEM * (H * n * S + S * d))
+            else:
+                self.add("Linear", matmul_bytes(n, d, d))   # q
+                self.attention(n, S)
+            self.add("Linear", matmul_bytes(n, d, d))       # output projection
+            self.norm(spec["attn_norm"], n)
+        self.add("Linear", matmul_bytes(n, d, self.ff))
         c = NONLINEAR[f"act_{spec['act']}"]
-        add("Act", c["elem"] * n * ff, c["rounds"])
-        add("Linear", matmul_bytes(n, ff, d))
-        norm(spec["ffn_norm"], n)
+        self.add("Act", c["elem"] * n * self.ff, c["rounds"])
+        self.add("Linear", matmul_bytes(n, self.ff, d))
+        self.norm(spec["ffn_norm"], n)
 
-    def layers(n, t):
-        for _ in range(L):
-            layer_pass(n, t)
+    def cross_setup(self, n_target: int, S: int):
+        """What one decoder block prepares from the encoder output, once per generation."""
+        d, H = self.d, self.H
+        if self.spec["merged"]:
+            self.add("Linear", ELEM * (H * n_target * S + S * d))  # C_x (H, N, S) @ e (H, S, dh)
+            self.add("Linear", matmul_bytes(n_target, d, d))         # @ W_x
+        else:
+            self.add("Linear", matmul_bytes(S, d, 2 * d))            # K_x, V_x = e W_kv
 
-    add("Embed", matmul_bytes(p, V, d))
-    layers(p, p)
-    for step in range(T):
-        if decoding == "vanilla":
-            add("Gen", matmul_bytes(1, d, V))
-            add("Gen", *rowop_cost("argmax", 1, V))
-            if step == T - 1:
+    def decode(self, V, layers, prefix, n_new, decoding, cross_keys=0):
+        """Prefix pass, then one position per step, then the final LM head (ER) and reveal."""
+        d, p, T = self.d, prefix, n_new
+        self.add("Embed", matmul_bytes(p, V, d))
+        for _ in range(layers):
+            self.layer(p, p, cross_keys)
+        for step in range(T):
+            if decoding == "vanilla":
+                self.add("Gen", matmul_bytes(1, d, V))
+                self.add("Gen", *rowop_cost("argmax", 1, V))
+                if step == T - 1:
+                    break
+                self.add("Embed", matmul_bytes(1, V, d))
+            elif step == T - 1:
                 break
-            add("Embed", matmul_bytes(1, V, d))
-        elif step == T - 1:
-            break
-        layers(1, p + step + 1)
-    if decoding == "er":
-        add("Gen", matmul_bytes(T, d, V))
-        add("Gen", *rowop_cost("argmax", T, V))
-    add("Other", ELEM * T * V, 1)  # revealing the one-hot tokens (all_reduce: 2 x 8 B per element)
-    g["Total"] = {k: sum(x[k] for x in g.values()) for k in ("bytes", "rounds")}
-    return g
+            for _ in range(layers):
+                self.layer(1, p + step + 1, cross_keys)
+        if decoding == "er":
+            self.add("Gen", matmul_bytes(T, d, V))
+            self.add("Gen", *rowop_cost("argmax", T, V))
+        self.add("Other", ELEM * T * V, 1)  # revealing the one-hot tokens (all_reduce: 2 x 8 B per element)
+
+    def result(self) -> dict:
+        g = dict(self.g)
+        g["Total"] = {k: sum(x[k] for x in self.g.values()) for k in ("bytes", "rounds")}
+        return g
+
+
+def generation_cost(shape, variant: str, decoding: str | None = None) -> dict:
+    """{group: {"bytes", "rounds"}} plus "Total" for one private generation of ``shape.n_new`` tokens.
+
+    ``shape``: a ``Shape`` (GPT) or an ``EncDecShape`` (encoder-decoder)."""
+    if isinstance(shape, EncDecShape):
+        return encdec_generation_cost(shape, variant, decoding)
+    spec, decoding = _spec(variant, decoding)
+    t = _Tally(spec, shape.d, shape.heads, shape.ff)
+    t.decode(shape.vocab, shape.layers, shape.prefix, shape.n_new, decoding)
+    return t.result()
+
+
+@dataclass(frozen=True)
+class EncDecShape:
+    """An encoder-decoder generation: encode ``src`` tokens, then decode as ``Shape`` does."""
+
+    vocab: int
+    d: int
+    enc_layers: int
+    dec_layers: int
+    heads: int
+    d_ff: int = 0
+    src: int = 4
+    prefix: int = 2
+    n_new: int = 126
+
+    @property
+    def ff(self) -> int:
+        return self.d_ff or 4 * self.d
+
+    @property
+    def params(self) -> int:
+        """Parameter count (one tied embedding; biases and norms ignored)."""
+        return (self.vocab * self.d + self.enc_layers * (4 * self.d ** 2 + 2 * self.d * self.ff)
+                + self.dec_layers * (8 * self.d ** 2 + 2 * self.d * self.ff))
+
+
+#: the paper's "T5 (138M)" benchmark shape: 6 + 6 layers of GPT-2 width, the encoder reads the
+#: 4 prefix tokens, the decoder starts from 2 tokens and generates to length 128
+T5 = EncDecShape(vocab=50257, d=768, enc_layers=6, dec_layers=6, heads=12, d_ff=3072, src=4, prefix=2, n_new=126)
+
+
+def encdec_generation_cost(shape: EncDecShape, variant: str, decoding: str | None = None) -> dict:
+    """Per-group cost of ``SecureEncDec.generate``: encoder pass, cross set-up, decoding."""
+    spec, decoding = _spec(variant, decoding)
+    t = _Tally(spec, shape.d, shape.heads, shape.ff)
+    S = shape.src
+    t.add("Embed", matmul_bytes(S, shape.vocab, shape.d))
+    for _ in range(shape.enc_layers):
+        t.layer(S, S)
+    for _ in range(shape.dec_layers):
+        t.cross_setup(shape.prefix + shape.n_new - 1, S)
+    t.decode(shape.vocab, shape.dec_layers, shape.prefix, shape.n_new, decoding, cross_keys=S)
+    return t.result()
 
 
 def table(shape: Shape = GPT2, variants=None) -> list[dict]:

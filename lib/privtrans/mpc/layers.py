@@ -67,22 +67,26 @@ class SecureGPT:
             self.wte = _enc(cr, model.wte.weight)          # (V, d) embedding table
             self.wte_t = _enc(cr, model.wte.weight.T)      # (d, V) tied LM head (shared separately)
             self.wpe = _enc(cr, model.wpe.weight)          # (max_len, d)
-            self.blocks = []
-            for blk in model.blocks:
-                p = {}
-                lin = lambda m: (_enc(cr, m.weight.T), _enc(cr, m.bias))  # noqa: E731
-                if cfg.merged:
-                    p["w0"] = lin(blk.w0)
-                else:
-                    p["qkv"], p["proj"] = lin(blk.qkv), lin(blk.proj)
-                    p["norm1"] = (_enc(cr, blk.norm1.weight), _enc(cr, blk.norm1.bias))
-                if cfg.attention == "constant":
-                    p["C"] = _enc(cr, blk.constant_attention(cfg.max_len))  # (H, L, L), precomputed
-                if cfg.attention == "thex":
-                    p["thex_w"] = _enc(cr, blk.thex_w)
-                p["fc_in"], p["fc_out"] = lin(blk.fc_in), lin(blk.fc_out)
-                p["norm2"] = (_enc(cr, blk.norm2.weight), _enc(cr, blk.norm2.bias))
-                self.blocks.append(p)
+            self.blocks = [self._share_block(blk) for blk in model.blocks]
+
+    def _share_block(self, blk) -> dict:
+        """Secret shares of one block's weights (C at full length: causal rows do not depend on it)."""
+        cr, cfg = self.cr, self.cfg
+        lin = lambda m: (_enc(cr, m.weight.T), _enc(cr, m.bias))  # noqa: E731
+        p = {}
+        with torch.no_grad():
+            if cfg.merged:
+                p["w0"] = lin(blk.w0)
+            else:
+                p["qkv"], p["proj"] = lin(blk.qkv), lin(blk.proj)
+                p["norm1"] = (_enc(cr, blk.norm1.weight), _enc(cr, blk.norm1.bias))
+            if cfg.attention == "constant" and blk.causal:
+                p["C"] = _enc(cr, blk.constant_attention(cfg.max_len))  # (H, L, L), precomputed
+            if cfg.attention == "thex":
+                p["thex_w"] = _enc(cr, blk.thex_w)
+            p["fc_in"], p["fc_out"] = lin(blk.fc_in), lin(blk.fc_out)
+            p["norm2"] = (_enc(cr, blk.norm2.weight), _enc(cr, blk.norm2.bias))
+        return p
 
     # ------------------------------------------------------------------ primitives
     def linear(self, x, wb):
@@ -145,9 +149,9 @@ class SecureGPT:
                 return num * s.reciprocal()
 
     # ------------------------------------------------------------------ one block, n new positions
-    def block(self, i: int, x, cache: dict, causal: bool = True):
-        """Block i on the n newest positions ``x`` (n, d); ``cache`` holds this block's past."""
-        cfg, p = self.cfg, self.blocks[i]
+    def block(self, p: dict, x, cache: dict, causal: bool = True):
+        """One block (shares ``p``) on the n newest positions ``x`` (n, d); ``cache`` holds its past."""
+        cfg = self.cfg
         n = x.size(0)
         if cfg.merged or cfg.attention == "constant":
             src = x if cfg.merged else self.linear(x, p["qkv"])[:, 2 * cfg.d_model:]
@@ -176,8 +180,13 @@ class SecureGPT:
             with self.meter("Linear"):
                 att = self._merge(probs.matmul(self._heads(v)))
             u = self.norm(self.linear(att, p["proj"]) + x, p["norm1"], cfg.attn_norm)
+        u = self.cross_attention(p, u, t)
         y = self.linear(self.act(self.linear(u, p["fc_in"])), p["fc_out"])
         return self.norm(y + u, p["norm2"], cfg.ffn_norm)
+
+    def cross_attention(self, p: dict, u, t: int):
+        """The sub-layer between attention and FFN: none in a decoder-only model."""
+        return u
 
     def layers(self, emb, caches: list, start: int, causal: bool = True):
         """All blocks on input embeddings ``emb`` (n, d) at positions start..start+n-1."""
@@ -185,8 +194,8 @@ class SecureGPT:
         if start + n > self.cfg.max_len:
             raise ValueError(f"position {start + n} exceeds max_len {self.cfg.max_len}")
         x = emb + self.wpe[start:start + n]
-        for i in range(self.cfg.n_layers):
-            x = self.block(i, x, caches[i], causal)
+        for p, cache in zip(self.blocks, caches):
+            x = self.block(p, x, cache, causal)
         return x
 
     # ------------------------------------------------------------------ public entry points

@@ -74,54 +74,84 @@ def hang(rank_to_hang: int = 1, seconds: float = 60.0):
 def build_model(variant: str, sizes: dict, seed: int, state_dict=None):
     """The plaintext twin of a variant; random init from ``seed`` unless a state dict is given.
 
+    ``sizes`` with ``n_enc_layers`` (and ``max_src``) builds the encoder-decoder, else the GPT.
     Both parties build it (the client's copy only supplies shapes: ``src=SERVER`` shares use the
     server's values).
     """
+    from .plain_encdec import TinyEncDec, encdec_variant_config
     from .plain_gpt import TinyGPT, variant_config
 
-    cfg, decoding = variant_config(variant, **sizes)
     torch.manual_seed(seed)
-    model = TinyGPT(cfg).eval()
+    if "n_enc_layers" in sizes:
+        cfg, decoding = encdec_variant_config(variant, **sizes)
+        model = TinyEncDec(cfg).eval()
+    else:
+        cfg, decoding = variant_config(variant, **sizes)
+        model = TinyGPT(cfg).eval()
     if state_dict is not None:
         model.load_state_dict(state_dict)
     else:  # variance-preserving random weights: activations O(1), as in a trained model
         with torch.no_grad():
             for name, prm in model.named_parameters():
-                if name.endswith("c_logits"):  # random, non-uniform constant attention
+                if name.endswith("_logits"):  # random, non-uniform constant (cross-)attention
                     prm.normal_(0.0, 1.0)
+                elif "thex_w" in name:  # THE-X's affine "1 / row sum": a scale, as a trained one is
+                    keys = model.cfg.max_src if name.endswith("thex_wx") else model.cfg.max_len
+                    prm.copy_(torch.tensor([0.0, 1.0 / keys]))
                 elif prm.dim() == 2 and "wpe" not in name:
                     prm.normal_(0.0, 1.0 / (prm.shape[1] ** 0.5) if "wte" not in name else 1.0)
     return model, decoding
 
 
-def private_forward(variants: list, sizes: dict, ids: list, seed: int = 0) -> dict:
-    """Teacher-forced private forward of each variant: {variant: (logits, hidden) revealed}."""
+def secure_twin(model, meter=None):
+    """``SecureGPT`` or ``SecureEncDec``, whichever shares this plaintext model."""
     from .layers import SecureGPT
+    from .plain_encdec import TinyEncDec
+    from .secure_encdec import SecureEncDec
 
+    return (SecureEncDec if isinstance(model, TinyEncDec) else SecureGPT)(model, meter)
+
+
+def private_forward(variants: list, sizes: dict, ids: list, seed: int = 0, src: list | None = None) -> dict:
+    """Teacher-forced private forward of each variant: {variant: (logits, hidden) revealed}.
+
+    ``src``: the source tokens, for the encoder-decoder (``sizes`` with ``n_enc_layers``)."""
     out = {}
     for v in variants:
         model, _ = build_model(v, sizes, seed)
-        logits, hidden = SecureGPT(model).forward(torch.tensor(ids))
+        sg = secure_twin(model)
+        args = (torch.tensor(ids),) if src is None else (torch.tensor(src), torch.tensor(ids))
+        logits, hidden = sg.forward(*args)
         out[v] = (logits.get_plain_text(), hidden.get_plain_text())
     return out
 
 
 def private_generate(variants: list, sizes: dict, prefix: list, n_new: int, seed: int = 0,
-                     decodings: dict | None = None, state_dicts: dict | None = None) -> dict:
+                     decodings: dict | None = None, state_dicts: dict | None = None,
+                     src: list | None = None) -> dict:
     """Private greedy generation per variant: {variant: {"ids", "hidden", "meter"}}."""
-    from .layers import SecureGPT
-
     out = {}
     for v in variants:
         model, decoding = build_model(v, sizes, seed, (state_dicts or {}).get(v))
         decoding = (decodings or {}).get(v, decoding)
         meter = Meter()
-        sg = SecureGPT(model, meter)
+        sg = secure_twin(model, meter)
+        args = (torch.tensor(prefix),) if src is None else (torch.tensor(src), torch.tensor(prefix))
         with meter.total():
-            ids, hidden = sg.generate(torch.tensor(prefix), n_new, decoding)
+            ids, hidden = sg.generate(*args, n_new, decoding)
         out[v] = {"ids": ids.long(), "hidden": hidden.get_plain_text(), "meter": meter.summary(),
                   "decoding": decoding}
     return out
+
+
+def generation_report(variant: str = "merge", sizes: dict | None = None, prefix: list | None = None,
+                      n_new: int = 8, seed: int = 0, src: list | None = None) -> dict:
+    """JSON-friendly private generation of one variant (the two-host command line prints it)."""
+    sizes = sizes or dict(vocab_size=64, d_model=16, n_layers=2, n_heads=2, max_len=32)
+    r = private_generate([variant], sizes, prefix or [1, 2, 3, 4], n_new, seed, src=src)[variant]
+    total = r["meter"]["Total"]
+    return {"variant": variant, "decoding": r["decoding"], "ids": r["ids"].tolist(),
+            "bytes": int(total["bytes"]), "rounds": int(total["rounds"]), "seconds": round(total["seconds"], 3)}
 
 
 def nonlinear_probe(shapes: dict | None = None, seed: int = 0) -> dict:

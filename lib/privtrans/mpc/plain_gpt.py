@@ -200,11 +200,14 @@ class Norm(nn.Module):
 
 
 class Block(nn.Module):
-    """One post-LN block; with ``cfg.merged`` the MM merged form (see module docstring)."""
+    """One post-LN block; with ``cfg.merged`` the MM merged form (see module docstring).
 
-    def __init__(self, cfg: GPTConfig):
+    ``causal=False`` makes it an encoder block (every position sees every position; constant
+    attention is then a softmax over all positions of the current length)."""
+
+    def __init__(self, cfg: GPTConfig, causal: bool = True):
         super().__init__()
-        self.cfg = cfg
+        self.cfg, self.causal = cfg, causal
         d, H = cfg.d_model, cfg.n_heads
         if cfg.merged:
             self.w0 = nn.Linear(d, d)
@@ -221,9 +224,15 @@ class Block(nn.Module):
         self.fc_out = nn.Linear(cfg.ff, d)
         self.norm2 = Norm(d, cfg.ffn_norm, cfg.ln_eps)
 
+    def mask(self, t: int) -> torch.Tensor:
+        """The 0/1 attention mask at length t: causal, or all ones for an encoder block."""
+        if self.causal:
+            return causal_mask(t, t)
+        return torch.ones(t, t)
+
     def constant_attention(self, t: int) -> torch.Tensor:
-        """C as used at length t: (H, t, t), causal, rows sum to 1; what the server secret-shares."""
-        m = causal_mask(t, t, self.c_logits.device)
+        """C as used at length t: (H, t, t), rows sum to 1; what the server secret-shares."""
+        m = self.mask(t).to(self.c_logits.device)
         logits = self.c_logits[:, :t, :t] + (1.0 - m) * -1e9
         return torch.softmax(logits, dim=-1) * m
 
@@ -245,7 +254,7 @@ class Block(nn.Module):
             probs = self.constant_attention(T).unsqueeze(0)
         else:
             scores = self._heads(q) @ self._heads(k).transpose(-1, -2) / math.sqrt(cfg.d_head)
-            probs = attention_probs(cfg.attention, scores, causal_mask(T, T, x.device),
+            probs = attention_probs(cfg.attention, scores, self.mask(T).to(x.device),
                                     getattr(self, "thex_w", None), cfg.sf2quad_c)
         return self.proj(self._merge_heads(probs @ self._heads(v)))
 
@@ -294,11 +303,12 @@ class TinyGPT(nn.Module):
         return h @ self.wte.weight.T
 
     @torch.no_grad()
-    def generate(self, prefix_ids, n_new: int, decoding: str = "vanilla"):
+    def generate(self, prefix_ids, n_new: int, decoding: str = "vanilla", **context):
         """Greedy decoding of ``n_new`` tokens after ``prefix_ids`` (B, p); returns (B, n_new) ids.
 
         ``er``: embedding resending; the hidden state of step t-1 is the input embedding of step t
         and the tokens are read from all hidden states by one LM-head pass at the end.
+        ``context`` goes to every forward call (the encoder-decoder passes its encoder output).
         """
         if decoding not in ("vanilla", "er"):
             raise ValueError(f"decoding must be 'vanilla' or 'er', got {decoding!r}")
@@ -310,7 +320,7 @@ class TinyGPT(nn.Module):
         emb = self.wte(ids)
         outs = []
         for _ in range(n_new):
-            logits, h = self(inputs_embeds=emb)
+            logits, h = self(inputs_embeds=emb, **context)
             if decoding == "vanilla":
                 nxt = logits[:, -1].argmax(-1)
                 outs.append(nxt)

@@ -10,9 +10,9 @@ every party if one fails or the time limit passes (gloo would otherwise wait for
 The same party code runs across two hosts: start on each host ::
 
     python -m privtrans.mpc.runner --rank 0 --world-size 2 --rendezvous tcp://HOST0:29500 \
-        privtrans.mpc.parties:generation_cost '{"variant": "merge"}'
+        privtrans.mpc.parties:generation_report '{"variant": "merge", "n_new": 8}'
     python -m privtrans.mpc.runner --rank 1 --world-size 2 --rendezvous tcp://HOST0:29500 \
-        privtrans.mpc.parties:generation_cost '{"variant": "merge"}'
+        privtrans.mpc.parties:generation_report '{"variant": "merge", "n_new": 8}'
 
 (``HOST0`` = the address of rank 0, reachable from rank 1; set ``GLOO_SOCKET_IFNAME`` to the NIC
 if gloo picks the wrong one.) Each process prints its result as JSON. ``run_party`` is the

@@ -62,13 +62,15 @@ def main(argv=None) -> int:
                 and execute.papermill_problem(execute.executed_path(root, nb)) is None):
             print(f"  {nb.label:<48} {old['seconds']:7.1f}s  ok (cached)", flush=True)
             continue
-        print(f"  {nb.label:<48} ...", end="", flush=True)
+        live = sys.stdout.isatty()  # a log file gets one line per notebook, a terminal a live one
+        if live:
+            print(f"  {nb.label:<48} ...", end="", flush=True)
         res = execute.run(root, nb, profile, seed)
         state = {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile, "seed": seed,
                  "seconds": round(res.seconds, 2), "status": res.status, "error": res.error,
                  "key": key if res.status == "ok" else None}
         cache.save_state(root, nb, state)
-        print(f"\r  {nb.label:<48} {res.seconds:7.1f}s  {res.status}", flush=True)
+        print(f"{chr(13) if live else ''}  {nb.label:<48} {res.seconds:7.1f}s  {res.status}", flush=True)
         if res.error:
             print(f"    {res.error}", flush=True)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,14 @@ def _code_cell_number(notebook, source: str) -> str:
     return "?"
 
 
+def _kernel_config(sockets: str):
+    """Talk to the kernel over Unix sockets in a private temp folder, not TCP on localhost: other
+    local users cannot connect to it, and ipykernel does not warn about unencrypted TCP."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+
+
 def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
@@ -73,10 +82,12 @@ def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
     os.environ["PYTHONPATH"] = os.pathsep.join(  # ... and imports this checkout's lib/
         p for p in (str(root / "lib"), env_before["PYTHONPATH"]) if p)
     t0 = time.perf_counter()
+    sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
     try:
         pm.execute_notebook(
             str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
             kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
+            config=_kernel_config(sockets),
         )
     except PapermillExecutionError as e:
         where = f"code cell {_code_cell_number(notebook, e.source)} (`{_first_line(e.source)}`)"
@@ -86,6 +97,7 @@ def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
         return Outcome("failed", time.perf_counter() - t0,
                        f"{nb.source.relative_to(root)}: {type(e).__name__}: {e}")
     finally:
+        shutil.rmtree(sockets, ignore_errors=True)
         for k, v in env_before.items():
             if v is None:
                 os.environ.pop(k, None)
