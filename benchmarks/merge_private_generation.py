@@ -68,12 +68,18 @@ def main():
               f"{base.seconds / r.seconds:>10.2f}x{r.bytes / base.bytes:>11.3f}{cf / 2**20:>15.2f} MiB")
     print("time ratio = vanilla seconds / variant seconds; byte ratio = variant bytes / vanilla bytes")
     if "merge" in tot.index:
+        # every variant reveals n_new tokens through CrypTen's argmax over V (the same bytes whether
+        # batched at the end, ER, or one row per step); the paper's timed MERGE graph stops at the
+        # LM-head logits and runs no argmax, so its Table 2 leaves this cost out
+        argmax = cost_model.rowop_cost("argmax", n_new, a.vocab)[0]
         m = tot.loc["merge"]
         speed, saved = base.seconds / m.seconds, 1 - m.bytes / base.bytes
-        ok = speed >= 5 and saved >= 0.6
-        print(f"target: ER+MM >= 5x faster and >= 60% fewer bytes than vanilla -> {speed:.1f}x, "
-              f"{100 * saved:.0f}% fewer: {'met' if ok else 'NOT met'}")
-
+        saved_na = 1 - (m.bytes - argmax) / (base.bytes - argmax)
+        print(f"argmax over V for {n_new} tokens: {argmax / 2**20:.2f} MiB in every variant")
+        print(f"target: ER+MM >= 5x faster and >= 60% fewer bytes than vanilla -> {speed:.1f}x faster; "
+              f"{100 * saved:.0f}% fewer bytes with the argmax, {100 * saved_na:.0f}% fewer without it "
+              f"(the paper's accounting): {'met' if speed >= 5 and saved >= 0.6 else 'NOT met'} with, "
+              f"{'met' if speed >= 5 and saved_na >= 0.6 else 'NOT met'} without")
 
 if __name__ == "__main__":
     main()
