@@ -139,8 +139,11 @@ def test_cache_key_follows_source_lib_data_profile_and_seed(root):
     (root / "lib" / "privtrans" / "m.py").write_text("x = 2")
     k1 = cache.input_key(root, nb, "smoke", 0)
     (root / "data" / "dp_icl").mkdir(parents=True)
-    (root / "data" / "dp_icl" / "claims.yaml").write_text("c")
+    (root / "data" / "dp_icl" / "paper_values.csv").write_text("c")
     k2 = cache.input_key(root, nb, "smoke", 0)
+    (root / "data" / "dp_icl" / "claims.yaml").write_text("judged after the notebooks ran")
+    (root / "data" / "dp_icl" / "README.md").write_text("docs")
+    assert cache.input_key(root, nb, "smoke", 0) == k2, "claims and READMEs are not notebook inputs"
     src.write_text("b")
     k3 = cache.input_key(root, nb, "smoke", 0)
     assert len({k0, k1, k2, k3}) == 4

@@ -1,7 +1,8 @@
 """Skip a notebook whose inputs did not change: its source, lib/, its chapter's data/, profile, seed.
 
 The build machinery itself (``privtrans.pipeline`` and ``privtrans.claims``, which run after the
-notebooks) is not an input of any notebook, so editing it does not re-run the book."""
+notebooks) is not an input of any notebook, and neither are the claims files and READMEs under
+data/ (claims are judged after the notebooks ran), so editing them does not re-run the book."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from .discover import Notebook
 NOT_INPUTS = ("lib/privtrans/pipeline/", "lib/privtrans/claims.py")
 
 
+def _judged_after(name: str) -> bool:
+    return name == "README.md" or (name.startswith("claims") and name.endswith(".yaml"))
+
+
 def _hash_tree(h, base: Path, root: Path):
     if not base.exists():
         return
@@ -22,7 +27,7 @@ def _hash_tree(h, base: Path, root: Path):
     for p in files:
         rel = p.relative_to(root).as_posix()
         if ("__pycache__" in p.parts or p.suffix == ".pyc" or ".egg-info" in rel
-                or rel.startswith(NOT_INPUTS)):
+                or rel.startswith(NOT_INPUTS) or (rel.startswith("data/") and _judged_after(p.name))):
             continue
         h.update(rel.encode())
         h.update(p.read_bytes())
