@@ -97,3 +97,15 @@ def test_cli_parties_rendezvous_like_two_hosts(tmp_path):
     reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     assert reports[0] == {**reports[1], "seconds": reports[0]["seconds"]}  # same tokens, bytes, rounds
     assert reports[0]["ids"] == want and reports[0]["bytes"] > 0
+
+
+def test_decode_is_exact_for_negative_values():
+    """CrypTen 0.4.1 decodes -5.99995 (= -6 + 3 * 2^-16) as -6.99995; the shim's decode does not."""
+    from crypten.encoder import FixedPointEncoder
+
+    compat.module()
+    enc = FixedPointEncoder()
+    ints = torch.tensor([-6 * 65536 + 3, -6 * 65536, -2 * 65536 + 1, -1, 0, 1, 5 * 65536 + 7, -300 * 65536 + 250])
+    want = ints.double() / 65536
+    assert torch.allclose(enc.decode(ints).double(), want, atol=1e-6)
+    assert (FixedPointEncoder._crypten_decode(enc, ints).double() - want).abs().max() > 0.99  # the bug

@@ -18,6 +18,13 @@ and are patched here, before ``import crypten`` runs, and only once per process:
 3. ``crypten.load`` uses ``torch.load``, whose ``weights_only=True`` default (torch >= 2.6) rejects
    pickled ``MPCTensor`` objects; ``load`` below passes ``weights_only=False``.
 
+And one bug that is not about torch versions: ``FixedPointEncoder.decode`` divides a *negative*
+fixed-point integer by ``scale - 1`` instead of ``scale`` before flooring, so a value that lies
+less than about |v| steps of 2^-16 above a negative integer -v decodes one too low (-5.99995
+reveals as -6.99995). Private results land there at random (their last bits are truncation
+noise), so a revealed logit was off by exactly 1.0 in about one private forward in six.
+``module()`` replaces ``decode`` with the exact floor-division it intends.
+
 The book's private models are written with CrypTensor ops (``privtrans.mpc.layers``), not via
 ONNX import, because CrypTen 0.4.1 cannot convert LayerNorm, Split or Identity.
 
@@ -67,12 +74,29 @@ def apply_shims() -> None:
     _PATCHED = True
 
 
+def _exact_decode(self, tensor):
+    """Fixed point -> float: floor(t / scale) + (t mod scale) / scale, for either sign."""
+    if tensor is None:
+        return None
+    import torch
+
+    if self._scale > 1:
+        dividend = torch.div(tensor, self._scale, rounding_mode="floor")
+        remainder = tensor - dividend * self._scale  # in [0, scale)
+        return (dividend.float() + remainder.float() / self._scale).data
+    return tensor.data
+
+
 def module():
-    """The ``crypten`` module, imported after the shims (not initialised)."""
+    """The ``crypten`` module, imported after the shims (not initialised), decode fixed."""
     apply_shims()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         import crypten as _crypten
+        from crypten.encoder import FixedPointEncoder
+    if FixedPointEncoder.decode is not _exact_decode:
+        FixedPointEncoder._crypten_decode = FixedPointEncoder.decode
+        FixedPointEncoder.decode = _exact_decode
     return _crypten
 
 
