@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .plain_gpt import VARIANTS
+from .plain_gpt import VARIANTS, variant_switches
 
 GIB = 1024 ** 3
 ELEM = 16  # bytes per opened ring element per party: 8 B, logged for both directions
@@ -117,11 +117,8 @@ def _att(kind: str, rows: int, t: int) -> tuple[int, float]:
 
 
 def _spec(variant: str, decoding: str | None) -> tuple[dict, str]:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    spec = dict(attention="softmax", act="gelu", attn_norm="ln", ffn_norm="ln", merged=False)
-    spec.update(VARIANTS[variant]["model"])
-    return spec, decoding or VARIANTS[variant]["decoding"]
+    switches, default = variant_switches(variant)
+    return switches, decoding or default
 
 
 class _Tally:

@@ -69,23 +69,26 @@ class SecureGPT:
             self.wpe = _enc(cr, model.wpe.weight)          # (max_len, d)
             self.blocks = [self._share_block(blk) for blk in model.blocks]
 
+    def _share(self, m) -> tuple:
+        """Shares of a Linear as (W^T, b) or of a Norm as (g, b): the pairs ``linear`` / ``norm`` take."""
+        with torch.no_grad():
+            w = m.weight.T if isinstance(m, torch.nn.Linear) else m.weight
+            return _enc(self.cr, w), _enc(self.cr, m.bias)
+
     def _share_block(self, blk) -> dict:
         """Secret shares of one block's weights (C at full length: causal rows do not depend on it)."""
         cr, cfg = self.cr, self.cfg
-        lin = lambda m: (_enc(cr, m.weight.T), _enc(cr, m.bias))  # noqa: E731
         p = {}
+        if cfg.merged:
+            p["w0"] = self._share(blk.w0)
+        else:
+            p["qkv"], p["proj"], p["norm1"] = self._share(blk.qkv), self._share(blk.proj), self._share(blk.norm1)
         with torch.no_grad():
-            if cfg.merged:
-                p["w0"] = lin(blk.w0)
-            else:
-                p["qkv"], p["proj"] = lin(blk.qkv), lin(blk.proj)
-                p["norm1"] = (_enc(cr, blk.norm1.weight), _enc(cr, blk.norm1.bias))
             if cfg.attention == "constant" and blk.causal:
                 p["C"] = _enc(cr, blk.constant_attention(cfg.max_len))  # (H, L, L), precomputed
             if cfg.attention == "thex":
                 p["thex_w"] = _enc(cr, blk.thex_w)
-            p["fc_in"], p["fc_out"] = lin(blk.fc_in), lin(blk.fc_out)
-            p["norm2"] = (_enc(cr, blk.norm2.weight), _enc(cr, blk.norm2.bias))
+        p["fc_in"], p["fc_out"], p["norm2"] = self._share(blk.fc_in), self._share(blk.fc_out), self._share(blk.norm2)
         return p
 
     # ------------------------------------------------------------------ primitives

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .plain_gpt import (VARIANTS, Block, GPTConfig, Norm, TinyGPT, activation, attention_probs)
+from .plain_gpt import Block, GPTConfig, Norm, TinyGPT, activation, attention_probs, variant_config
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,7 @@ class EncDecConfig(GPTConfig):
 
 def encdec_variant_config(variant: str, **sizes) -> tuple[EncDecConfig, str]:
     """(config, decoding) of one of the paper's seven variants for the encoder-decoder."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    reset = dict(attention="softmax", act="gelu", attn_norm="ln", ffn_norm="ln", merged=False)
-    spec = VARIANTS[variant]
-    return EncDecConfig(**{**sizes, **reset, **spec["model"]}), spec["decoding"]
+    return variant_config(variant, EncDecConfig(**sizes))
 
 
 class DecoderBlock(Block):
@@ -104,15 +100,14 @@ class DecoderBlock(Block):
 class TinyEncDec(TinyGPT):
     """Tiny encoder-decoder; ``forward(src_ids, ...)`` returns ``(logits, hidden)`` of the decoder."""
 
+    block_type = DecoderBlock
+
     def __init__(self, cfg: EncDecConfig):
-        nn.Module.__init__(self)
-        self.cfg = cfg
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.wpe = nn.Embedding(cfg.max_len, cfg.d_model)
+        super().__init__(cfg)
         self.wpe_src = nn.Embedding(cfg.max_src, cfg.d_model)
         self.enc_blocks = nn.ModuleList(Block(cfg, causal=False) for _ in range(cfg.n_enc_layers))
-        self.blocks = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_layers))
-        self.apply(self._init)
+        for part in (self.wpe_src, self.enc_blocks):
+            part.apply(self._init)
 
     def encode(self, src_ids):
         src_ids = torch.as_tensor(src_ids)
@@ -130,15 +125,7 @@ class TinyEncDec(TinyGPT):
         """Decoder pass over the target given the source (or a precomputed encoder output ``enc``)."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids, inputs_embeds")
-        enc = self.encode(src_ids) if enc is None else enc
-        x = self.wte(input_ids) if inputs_embeds is None else inputs_embeds
-        T = x.shape[1]
-        if T > self.cfg.max_len:
-            raise ValueError(f"sequence length {T} exceeds max_len {self.cfg.max_len}")
-        x = x + self.wpe.weight[:T]
-        for blk in self.blocks:
-            x = blk(x, enc)
-        return self.lm_head(x), x
+        return super().forward(input_ids, inputs_embeds, enc=self.encode(src_ids) if enc is None else enc)
 
     def generate(self, src_ids, prefix_ids, n_new: int, decoding: str = "vanilla"):
         """Greedy decoding after ``prefix_ids`` given the source; ER as in ``TinyGPT.generate``."""

@@ -131,14 +131,19 @@ VARIANT_LABELS = {
 }
 
 
-def variant_config(variant: str, base: GPTConfig | None = None, **sizes) -> tuple[GPTConfig, str]:
-    """(config, decoding) of a named variant, on top of ``base`` / the given sizes."""
+def variant_switches(variant: str) -> tuple[dict, str]:
+    """(every model switch of a named variant, its decoding); the cost model reads these too."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    base = replace(base or GPTConfig(), **sizes)
     spec = VARIANTS[variant]
     reset = dict(attention="softmax", act="gelu", attn_norm="ln", ffn_norm="ln", merged=False)
-    return replace(base, **{**reset, **spec["model"]}), spec["decoding"]
+    return {**reset, **spec["model"]}, spec["decoding"]
+
+
+def variant_config(variant: str, base: GPTConfig | None = None, **sizes) -> tuple[GPTConfig, str]:
+    """(config, decoding) of a named variant, on top of ``base`` / the given sizes."""
+    switches, decoding = variant_switches(variant)
+    return replace(replace(base or GPTConfig(), **sizes), **switches), decoding
 
 
 # ----------------------------------------------------------------------------- functional pieces
@@ -266,12 +271,14 @@ class Block(nn.Module):
 class TinyGPT(nn.Module):
     """Tiny word-level GPT; ``forward`` returns ``(logits, hidden)``, hidden = last block output."""
 
+    block_type = Block  # the encoder-decoder's decoder swaps in blocks with cross-attention
+
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.cfg = cfg
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.max_len, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(self.block_type(cfg) for _ in range(cfg.n_layers))
         self.apply(self._init)
 
     @staticmethod
@@ -285,7 +292,8 @@ class TinyGPT(nn.Module):
         """Token embeddings E[ids] (no positions): the ER alignment target."""
         return self.wte(ids)
 
-    def forward(self, input_ids=None, inputs_embeds=None):
+    def forward(self, input_ids=None, inputs_embeds=None, **block_context):
+        """``block_context`` goes to every block (the encoder-decoder's encoder output)."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids, inputs_embeds")
         x = self.wte(input_ids) if inputs_embeds is None else inputs_embeds
@@ -296,7 +304,7 @@ class TinyGPT(nn.Module):
             raise ValueError(f"sequence length {T} exceeds max_len {self.cfg.max_len}")
         x = x + self.wpe.weight[:T]
         for blk in self.blocks:
-            x = blk(x)
+            x = blk(x, **block_context)
         return self.lm_head(x), x
 
     def lm_head(self, h):

@@ -42,17 +42,15 @@ class SecureEncDec(SecureGPT):
         p = super()._share_block(blk)
         if not hasattr(blk, "cross_constant"):
             return p
-        cr, cfg = self.cr, self.cfg
-        lin = lambda m: (_enc(cr, m.weight.T), _enc(cr, m.bias))  # noqa: E731
-        with torch.no_grad():
-            x = {"module": blk}
-            if cfg.merged:
-                x["wx"] = lin(blk.wx)
-            else:
-                x["q_x"], x["kv_x"], x["proj_x"] = lin(blk.q_x), lin(blk.kv_x), lin(blk.proj_x)
-                x["norm_x"] = (_enc(cr, blk.norm_x.weight), _enc(cr, blk.norm_x.bias))
-            if cfg.attention == "thex":
-                x["thex_w"] = _enc(cr, blk.thex_wx)
+        x = {"module": blk}
+        if self.cfg.merged:
+            x["wx"] = self._share(blk.wx)
+        else:
+            for name in ("q_x", "kv_x", "proj_x", "norm_x"):
+                x[name] = self._share(getattr(blk, name))
+        if self.cfg.attention == "thex":
+            with torch.no_grad():
+                x["thex_w"] = _enc(self.cr, blk.thex_wx)
         p["cross"] = x
         return p
 
