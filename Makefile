@@ -22,11 +22,11 @@ $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 env: $(STAMP)
 
 book: $(STAMP)
-	$(PY) -m privtrans.pipeline --profile $(PROFILE) --seed $(SEED)
+	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED)
 
 chapter: $(STAMP)
 	@test -n "$(CH)" || { echo "usage: make chapter CH=<dpformer|taft|merge|dp_icl|mpc_attention>"; exit 2; }
-	$(PY) -m privtrans.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
+	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
 
 test: $(STAMP)
 	$(PY) -m pytest -q

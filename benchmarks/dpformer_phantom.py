@@ -3,7 +3,7 @@
 Targets (from the chapter's issue), checked on ratios measured in this one run:
   Phantom step time <= 1.5 x non-private;
   Phantom >= 5 x faster than the paper-style Ghost, and faster than opacus hooks (tied model).
-Each configuration runs in its own subprocess (privtrans.dp.efficiency.measure): peak RSS is that
+Each configuration runs in its own subprocess (privtrans.dpformer.efficiency.measure): peak RSS is that
 process's ru_maxrss; "extra" is the peak minus the RSS after setup. Time of a run = median over its
 timed steps of process CPU time with 1 torch thread (wall time printed too); the cheap methods run
 --rounds times, interleaved, and the fastest run counts (the machine is shared: the minimum is the
@@ -18,7 +18,7 @@ Exit status 1 when a target is missed.
 import argparse
 import sys
 
-from privtrans.dp.efficiency import METHODS, measure, memory_model
+from privtrans.dpformer.efficiency import METHODS, measure, memory_model
 
 
 def main():

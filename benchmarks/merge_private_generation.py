@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/merge_private_generation.py [--length 64] [--vocab 768] [--all] [--encdec]
 
 Prints, per variant: loopback seconds, bytes and rounds per party, rounds per generated token, and
-the ratios against vanilla, beside the closed-form byte count (privtrans.mpc.cost_model).
+the ratios against vanilla, beside the closed-form byte count (privtrans.shared.mpc.cost_model).
 Bytes and rounds are exact and machine-independent; seconds are loopback (latency-bound).
 """
 
@@ -17,8 +17,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def main():
-    from privtrans.mpc import cost_model, experiments
-    from privtrans.mpc.plain_gpt import VARIANTS
+    from privtrans.shared.mpc import cost_model
+    from privtrans.merge import cost_experiments as experiments
+    from privtrans.shared.models.plain_gpt import VARIANTS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--length", type=int, default=64, help="total length (prefix included)")

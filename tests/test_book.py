@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from privtrans import CHAPTERS
-from privtrans.pipeline.discover import discover
+from privtrans.book.chapters import KEYS as CHAPTERS
+from privtrans.book.pipeline.discover import discover
 
 REPO = Path(__file__).resolve().parents[1]
 IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".git", "__pycache__",
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.book
 
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PRIVTRANS_ROOT=str(root))
-    return subprocess.run([sys.executable, "-m", "privtrans.pipeline", "--root", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],
                           cwd=root, env=env, capture_output=True, text=True, timeout=1500)
 
 
@@ -114,7 +114,7 @@ def test_a_chapter_run_before_the_whole_book_ran_leaves_the_html_alone(book):
     assert proc.returncode == 0, proc.stderr
     assert "HTML book not built" in proc.stdout and other.label in proc.stdout
     assert index.stat().st_mtime_ns == before
-    from privtrans import claims
+    from privtrans.book import claims
 
     its = {c["id"] for c in claims.load(other.chapter, root)["claims"] if c["notebook"] == other.name}
     summary = json.loads((root / "_build" / "summary.json").read_text())

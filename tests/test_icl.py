@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from privtrans.icl import accounting, baselines, constants, experiments, task
-from privtrans.icl import noisyhead as nh
+from privtrans.dp_icl import accounting, baselines, constants, experiments, task
+from privtrans.dp_icl import noisyhead as nh
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from privtrans.merge_text import data as D
-from privtrans.merge_text import metrics as M
-from privtrans.merge_text import train as T
+from privtrans.merge import data as D
+from privtrans.merge import metrics as M
+from privtrans.merge import train as T
 
 # --------------------------------------------------------------------------------------- metrics
 

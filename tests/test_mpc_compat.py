@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from privtrans.mpc import compat, parties, runner
+from privtrans.shared.mpc import compat, parties, runner
 
 TOL = {"matmul": 2e-3, "softmax": 5e-3, "exp_rel": 2e-2, "reciprocal_rel": 1e-2}
 
@@ -69,14 +69,14 @@ def test_runner_time_limit_kills_parties():
 
 
 def test_cli_parties_rendezvous_like_two_hosts(tmp_path):
-    """`python -m privtrans.mpc.runner --rank R ...` in two independent processes (as on two hosts)."""
+    """`python -m privtrans.shared.mpc.runner --rank R ...` in two independent processes (as on two hosts)."""
     import json
     import os
     import subprocess
 
     port = runner.free_port()
-    cmd = lambda r: [sys.executable, "-m", "privtrans.mpc.runner", "--rank", str(r), "--world-size", "2",  # noqa: E731
-                     "--rendezvous", f"tcp://127.0.0.1:{port}", "privtrans.mpc.parties:generation_report",
+    cmd = lambda r: [sys.executable, "-m", "privtrans.shared.mpc.runner", "--rank", str(r), "--world-size", "2",  # noqa: E731
+                     "--rendezvous", f"tcp://127.0.0.1:{port}", "privtrans.shared.mpc.parties:generation_report",
                      json.dumps(kwargs)]
     sizes = dict(vocab_size=40, d_model=8, n_layers=1, n_heads=2, max_len=12)
     kwargs = {"variant": "merge", "sizes": sizes, "prefix": [3, 1, 4], "n_new": 4}

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from privtrans.mpc import cost_model, parties, runner
+from privtrans.shared.mpc import cost_model, parties, runner
 
 SIZES = dict(vocab_size=64, d_model=16, n_heads=2, n_layers=2, max_len=16)
 PREFIX, N_NEW = [5, 9, 2], 4

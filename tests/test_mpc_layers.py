@@ -9,8 +9,8 @@ logits (|logit| ~ 10) within ``LOGIT_REL`` of their largest magnitude; a wrong l
 import pytest
 import torch
 
-from privtrans.mpc import parties, runner
-from privtrans.mpc.plain_gpt import (GPTConfig, Block, TinyGPT, VARIANTS, merge_block,
+from privtrans.shared.mpc import parties, runner
+from privtrans.shared.models.plain_gpt import (GPTConfig, Block, TinyGPT, VARIANTS, merge_block,
                                      unmerged_reference, variant_config)
 
 HID_TOL = 2e-2
@@ -56,7 +56,7 @@ def test_encdec_private_forward_matches_plaintext(encdec_forwards, variant):
 
 
 def test_encdec_source_matters_and_bad_input():
-    from privtrans.mpc.plain_encdec import EncDecConfig
+    from privtrans.shared.models.plain_encdec import EncDecConfig
 
     model, _ = parties.build_model("crypten", ED_SIZES, 0)
     with torch.no_grad():
@@ -126,8 +126,8 @@ def test_plain_generation_modes_and_bad_input():
 
 def test_large_additive_mask_breaks_crypten_softmax():
     """Why MASK_VALUE is -30: CrypTen's exp (1 + x/256)^256 diverges for x < -256."""
-    from privtrans.mpc import compat
-    from privtrans.mpc.plain_gpt import MASK_VALUE
+    from privtrans.shared.mpc import compat
+    from privtrans.shared.models.plain_gpt import MASK_VALUE
 
     cr = compat.crypten()
     scores = torch.tensor([[0.3, -0.2, 0.5, 0.1]])

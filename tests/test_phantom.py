@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from privtrans.dp import PhantomClipper, PhantomDPSGD, clip_factors, dp_gradient, noise_for_epsilon
-from privtrans.dp.brute_force import clipped_sum, norms_of, per_sample_grads
-from privtrans.models import SASRec, per_sample_loss
+from privtrans.shared.dp import PhantomClipper, PhantomDPSGD, clip_factors, dp_gradient, noise_for_epsilon
+from privtrans.shared.dp.brute_force import clipped_sum, norms_of, per_sample_grads
+from privtrans.dpformer.sasrec import SASRec, per_sample_loss
 
 
 def _loss_of(run, x, y):

@@ -5,9 +5,9 @@ import json
 import nbformat
 import pytest
 
-from privtrans import claims, profiles, session
-from privtrans.pipeline import cache, execute
-from privtrans.pipeline.discover import Notebook, discover
+from privtrans.book import claims, profiles, session
+from privtrans.book.pipeline import cache, execute
+from privtrans.book.pipeline.discover import Notebook, discover
 
 
 @pytest.fixture
@@ -154,7 +154,7 @@ def test_cache_key_follows_source_lib_data_profile_and_seed(root):
 
 
 def test_stale_results_of_notebooks_that_did_not_run_decide_nothing(root):
-    from privtrans.pipeline import report
+    from privtrans.book.pipeline import report
 
     _write_claims(root, CLAIMS)
     out = root / "book" / "_generated" / "dp_icl" / "nb1"

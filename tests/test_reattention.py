@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from privtrans.dp import moments
-from privtrans.dp import reattention as ra_mod
-from privtrans.models import SASRec
+from privtrans.dpformer import moments
+from privtrans.dpformer import reattention as ra_mod
+from privtrans.dpformer.sasrec import SASRec
 
 
 def gen(seed=0):
@@ -218,9 +218,9 @@ def test_item_frequencies_is_document_frequency():
 
 def test_phantom_norms_stay_exact_with_reattention_on():
     """DP safety: with the correction installed, Phantom's per-sample norms equal brute force."""
-    from privtrans.dp.brute_force import norms_of, per_sample_grads
-    from privtrans.dp.phantom import PhantomClipper
-    from privtrans.models import per_sample_loss
+    from privtrans.shared.dp.brute_force import norms_of, per_sample_grads
+    from privtrans.shared.dp.phantom import PhantomClipper
+    from privtrans.dpformer.sasrec import per_sample_loss
 
     m, seqs = tiny_model(), tiny_batch()
     targets = torch.roll(seqs, -1, 1)

@@ -1,4 +1,4 @@
-"""privtrans.recsys: MovieLens loader, leave-one-out split, metrics, generator, baselines, DP loop, cache."""
+"""privtrans.dpformer: MovieLens loader, leave-one-out split, metrics, generator, baselines, DP loop, cache."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from privtrans.recsys import baselines, data, metrics, synthetic, train
-from privtrans.recsys.cache import RunCache
+from privtrans.dpformer import baselines, data, metrics, synthetic, train
+from privtrans.dpformer.cache import RunCache
 
 
 # ----------------------------------------------------------------------------------- loader
@@ -123,7 +123,7 @@ def test_oracle_beats_popularity_on_generated_data():
 # ----------------------------------------------------------------------------------- baselines
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_rnn_tied_and_per_sample_norms_exact(cell):
-    from privtrans.dp.phantom import PhantomClipper
+    from privtrans.shared.dp.phantom import PhantomClipper
 
     torch.manual_seed(0)
     m = baselines.RNNRec(40, 8, cell, dropout=0.0)

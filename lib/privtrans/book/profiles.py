@@ -1,0 +1,70 @@
+"""What each profile means for each experiment.
+
+One YAML table per chapter, in its package: ``lib/privtrans/<chapter>/profile.yaml`` (a chapter may
+split it into ``profile.<part>.yaml`` files; experiment names must not repeat across them)::
+
+    <experiment>:
+      common: {...}     # optional, shared by all profiles
+      smoke: {...}      # seconds: for the tests
+      ci: {...}         # minutes: the book's default; the paper's claims must still show
+      paper: {...}      # the paper's own settings (GPU, hours)
+
+Notebooks never hard-code their scale: they ask ``settings(chapter, experiment, profile)``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from .chapters import PROFILES, ParameterError, check_profile, check_seed, get  # noqa: F401 - re-exported
+
+PACKAGE = Path(__file__).resolve().parents[1]  # lib/privtrans: chapter packages hold their tables
+
+
+def check_chapter(chapter) -> str:
+    return get(chapter).key
+
+
+def table_paths(chapter: str) -> list[Path]:
+    """The profile table files of a chapter (possibly none, for a chapter not built yet)."""
+    d = PACKAGE / check_chapter(chapter)
+    return sorted(d.glob("profile.yaml")) + sorted(d.glob("profile.*.yaml"))
+
+
+@lru_cache(maxsize=None)
+def _table(chapter: str) -> dict:
+    paths = table_paths(chapter)
+    if not paths:
+        raise FileNotFoundError(f"no profile table for chapter {chapter!r}: expected {PACKAGE / chapter}/profile.yaml")
+    table: dict = {}
+    for path in paths:
+        part = yaml.safe_load(path.read_text()) or {}
+        clash = set(part) & set(table)
+        if clash:
+            raise ParameterError(f"{path.name} redefines experiment(s) {sorted(clash)}")
+        table.update(part)
+    return table
+
+
+def experiments(chapter: str) -> list[str]:
+    return list(_table(check_chapter(chapter)))
+
+
+def settings(chapter: str, experiment: str, profile: str) -> dict:
+    """The merged settings (``common`` then the profile's own) of one experiment."""
+    check_profile(profile)
+    table = _table(check_chapter(chapter))
+    if experiment not in table:
+        raise ParameterError(
+            f"no experiment {experiment!r} in lib/privtrans/{chapter}/profile*.yaml; known: {', '.join(table)}"
+        )
+    entry = table[experiment]
+    missing = [p for p in PROFILES if p not in entry]
+    if missing:
+        raise ParameterError(f"{chapter}/{experiment} defines no settings for profile(s) {missing}")
+    out = dict(entry.get("common") or {})
+    out.update(entry[profile] or {})
+    return out

@@ -1,0 +1,148 @@
+"""The context every notebook opens in its first cell after ``parameters``.
+
+    nb = session.start("dp_icl", "fig1_low_dim", profile, seed)
+    nb.cfg          # this experiment's settings at this profile (from lib/privtrans/<chapter>/profile*.yaml)
+    nb.record(excess_at_max_n=...)      # headline numbers -> results.json, read by the claims
+    nb.figure(fig, "fig1")              # shown inline, saved as PNG + SVG for the chapter page
+    nb.table(df, "table1")              # shown inline, saved as CSV
+    nb.finish()                         # writes results.json with profile, seed, versions, wall time
+
+It validates ``profile`` and ``seed`` first, so a bad parameter stops the notebook at once with a
+message that names the allowed values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from privtrans import __version__
+
+from . import profiles
+from .paths import generated_dir, repo_root
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return f if math.isfinite(f) else None if math.isnan(f) else ("inf" if f > 0 else "-inf")
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    if hasattr(v, "item") and callable(v.item):  # torch scalars
+        return _jsonable(v.item())
+    return v
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version(), "privtrans": __version__}
+    for name in ("numpy", "torch", "opacus", "crypten", "pandas"):
+        try:
+            mod = __import__(name)
+            out[name] = getattr(mod, "__version__", "?")
+        except Exception:  # noqa: BLE001 - a missing optional package is not an error here
+            pass
+    return out
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:
+        pass
+    return np.random.default_rng(seed)
+
+
+@dataclass
+class Session:
+    chapter: str
+    notebook: str
+    profile: str
+    seed: int
+    cfg: dict
+    rng: np.random.Generator
+    outdir: Path
+    values: dict = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def device(self):
+        from .device import pick_device
+
+        return pick_device()
+
+    def record(self, **values):
+        """Headline numbers of this notebook; the chapter's claims read them by name."""
+        self.values.update(_jsonable(values))
+        return values if len(values) != 1 else next(iter(values.values()))
+
+    def figure(self, fig, name: str):
+        """Save a matplotlib figure as PNG and SVG under book/_generated/<chapter>/<notebook>/."""
+        self.outdir.mkdir(parents=True, exist_ok=True)
+        for ext in ("png", "svg"):
+            fig.savefig(self.outdir / f"{name}.{ext}", bbox_inches="tight", dpi=120 if ext == "png" else None)
+        return self.outdir / f"{name}.png"
+
+    def table(self, df, name: str, floatfmt: str = "{:.4g}"):
+        """Save a DataFrame as CSV and return it styled for display."""
+        self.outdir.mkdir(parents=True, exist_ok=True)
+        df.to_csv(self.outdir / f"{name}.csv", index=False)
+        return (df.style.format(floatfmt, subset=df.select_dtypes("number").columns, na_rep="–")
+                .hide(axis="index").set_table_attributes('class="dataframe"'))
+
+    def finish(self) -> dict:
+        """Write results.json (values + provenance) and return it."""
+        out = {
+            "chapter": self.chapter,
+            "notebook": self.notebook,
+            "profile": self.profile,
+            "seed": self.seed,
+            "settings": _jsonable(self.cfg),
+            "values": self.values,
+            "seconds": round(time.perf_counter() - self.started, 3),
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "versions": versions(),
+        }
+        self.outdir.mkdir(parents=True, exist_ok=True)
+        (self.outdir / "results.json").write_text(json.dumps(out, indent=1))
+        return out
+
+
+def start(chapter: str, notebook: str, profile, seed, experiment: str | None = None) -> Session:
+    """Validate the papermill parameters, seed every RNG, load this experiment's settings."""
+    profiles.check_chapter(chapter)
+    profiles.check_profile(profile)
+    profiles.check_seed(seed)
+    cfg = profiles.settings(chapter, experiment or notebook, profile)
+    rng = seed_everything(seed)
+    outdir = generated_dir(chapter, repo_root()) / notebook
+    return Session(chapter, notebook, profile, seed, cfg, rng, outdir)
+
+
+def load_results(chapter: str, root: Path | None = None) -> dict[str, dict]:
+    """{notebook: results.json} for every notebook of a chapter that has run."""
+    out = {}
+    base = generated_dir(chapter, root)
+    if base.is_dir():
+        for f in sorted(base.glob("*/results.json")):
+            out[f.parent.name] = json.loads(f.read_text())
+    return out

@@ -1,0 +1,87 @@
+"""The quality experiments of MERGE (Table 3, Figures 5 and 6) as functions the notebooks call."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from privtrans.shared.models.plain_gpt import VARIANT_LABELS
+from . import train as T
+
+#: Table 3's rows: (row label, model variant, decoding); decoding None = the variant's own
+TABLE3_ROWS = [
+    ("GPT (teacher)", "teacher", "vanilla"),
+    ("+ER (no train)", "teacher", "er"),
+    ("+MPCformer (sf2relu)", "mpcformer_sf2relu", None),
+    ("+MPCformer (sf2quad)", "mpcformer_sf2quad", None),
+    ("+THE-X", "thex", None),
+    ("+MERGE (ours)", "merge", None),
+    ("+MERGE only ER", "only_er", None),
+    ("+MERGE only MM", "only_mm", None),
+]
+METRIC_ORDER = ["BERTScore-proxy", "BARTScore-proxy", "NIST", "ROUGE-L", "METEOR (no synonyms)", "chrF++"]
+
+
+def converged(tr: T.Trained) -> bool:
+    """Finite losses and a validation loss that fell below its value at step 0."""
+    val = tr.history.get("val", {}).get("total", [])
+    return (not tr.diverged) and len(val) > 1 and all(map(math.isfinite, val)) and val[-1] < val[0]
+
+
+def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
+    """One task's Table 3: every row's six metrics (two proxies) + training status.
+
+    Returns (frame, {row label: hypotheses}). A row whose training diverged is reported with NaN
+    metrics and status 'diverged' (the paper's OOT)."""
+    prep = T.prepared(spec)
+    teacher = T.get_model(spec, "teacher", seed)
+    rows, hyps = [], {}
+    for label, variant, decoding in TABLE3_ROWS:
+        tr = teacher if variant == "teacher" else T.get_model(spec, variant, seed)
+        ok = converged(tr)
+        row = {"task": spec.task, "model": label, "decoding": decoding or tr.decoding,
+               "status": "trained" if variant != "teacher" else "teacher",
+               "train_s": round(tr.seconds, 1)}
+        if variant == "teacher" and decoding == "er":
+            row["status"], row["train_s"] = "no re-training", 0.0
+        if not ok:
+            row["status"] = "diverged"
+            row.update({m: np.nan for m in METRIC_ORDER})
+        else:
+            res, h = T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding=decoding, seed=seed)
+            row.update(res)
+            hyps[label] = h
+        rows.append(row)
+    return pd.DataFrame(rows), hyps
+
+
+def robustness(spec: T.Spec, seed: int, variants: list[str], noise_levels: list[float], n_new: int,
+               n_eval: int | None = None) -> pd.DataFrame:
+    """Figure 5: quality under U(-ε, ε) noise on the embedding of every generated token, for
+    ε = level × RMS(token embeddings) of each model; x-axis = relative MSE = level² / 3."""
+    prep = T.prepared(spec)
+    teacher = T.get_model(spec, "teacher", seed)
+    examples = prep.task.test[:n_eval] if n_eval else prep.task.test
+    rows = []
+    for v in variants:
+        tr = teacher if v == "teacher" else T.get_model(spec, v, seed)
+        for lvl in noise_levels:
+            res, _ = T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
+                                seed=seed, examples=examples)
+            rows.append({"task": spec.task, "model": "vanilla (teacher)" if v == "teacher" else VARIANT_LABELS.get(v, v),
+                         "variant": v, "noise": lvl, "rel_mse": lvl**2 / 3, **res})
+    return pd.DataFrame(rows)
+
+
+def loss_curves(tr: T.Trained) -> pd.DataFrame:
+    """Figure 6's curves of one run in long form: step, split (train/validation), part, loss."""
+    h = tr.history
+    out = []
+    for split, steps in (("train", h["step"]), ("validation", h["val_step"])):
+        for part, vals in h[split if split == "train" else "val"].items():
+            aux = "hidden-state MSE" if tr.variant in T.DISTILLED else "alignment (1 - cos + norm term)"
+            name = {"total": "total", "ce": "cross-entropy", "aux": aux}[part]
+            out += [{"step": s, "split": split, "part": name, "loss": v} for s, v in zip(steps, vals)]
+    return pd.DataFrame(out)

@@ -1,0 +1,1 @@
+"""MPC-friendly attention (freeDiv / 2Quad, Quad GeLU, distillation). Not reproduced yet."""

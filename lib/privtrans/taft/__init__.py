@@ -1,0 +1,1 @@
+"""TAFT (tangent Transformers: composition, unlearning, DP fine-tuning). Not reproduced yet."""
