@@ -1,0 +1,147 @@
+"""One fingerprint scheme, one atomic write, one cache for expensive artefacts (trained models, sweeps).
+
+Every cache of the book keys its entries the same way, with :func:`fingerprint`: a SHA-256 over a
+canonical JSON of everything that determines the entry (settings, a data fingerprint, the source of
+the code that makes it). Files are only ever replaced whole, through :func:`atomic_write`, so a
+build killed at any moment leaves either the old file or the new one, never half of one; a file
+that still cannot be read (a foreign or damaged one) is a miss, with a one-line warning.
+
+The notebook cache of the pipeline (``privtrans.book.pipeline.cache``) uses the same two functions.
+Chapters use :class:`RunCache`::
+
+    cache = RunCache("dpformer")
+    result = cache.get_or_make("run", {"spec": spec.as_dict(), "data": data_fp},
+                               lambda: train_run(spec, split), code=TRAINING_MODULES)
+
+Entries live in ``_build/cache/<namespace>/<kind>-<key>.pt`` (``torch.save``: tensors, arrays and
+plain Python) with a ``.json`` sidecar of the key's parts, for people.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import ModuleType
+
+from .paths import build_dir
+
+KEY_CHARS = 20
+
+
+def _canonical(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")).encode()
+
+
+def fingerprint(*parts, length: int = KEY_CHARS) -> str:
+    """A short hex digest of JSON-able ``parts`` (dict keys sorted; other objects by ``str``)."""
+    return hashlib.sha256(_canonical(parts)).hexdigest()[:length]
+
+
+def hash_files(files: Iterable[Path], root: Path, h=None):
+    """Feed each file's path (relative to ``root``) and bytes into a sha256 ``h``; return ``h``."""
+    h = h or hashlib.sha256()
+    for p in sorted(set(files)):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h
+
+
+def source_fingerprint(modules: Iterable[str | ModuleType]) -> str:
+    """Hash of the source files of ``modules`` (names or module objects): editing the code that
+    makes an artefact must never serve the old artefact."""
+    files = []
+    for m in modules:
+        mod = importlib.import_module(m) if isinstance(m, str) else m
+        files.append(Path(mod.__file__).resolve())
+    root = Path(os.path.commonpath([str(f.parent) for f in files])) if files else Path("/")
+    return hash_files(files, root).hexdigest()[:KEY_CHARS]
+
+
+def atomic_write(path: str | os.PathLike, write: Callable, mode: str = "wb") -> Path:
+    """Write through ``write(file)`` into a temporary file beside ``path``, then rename it over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write(path, lambda f: f.write(text), mode="w")
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    """A JSON file's content; None (with a warning) when it is missing or cannot be parsed."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        warnings.warn(f"{path}: unreadable ({type(e).__name__}: {e}); treated as absent", stacklevel=2)
+        return None
+
+
+class RunCache:
+    """Artefacts on disk keyed by :func:`fingerprint`; ``get_or_make`` computes only on a miss."""
+
+    def __init__(self, namespace: str, root: str | os.PathLike | None = None):
+        self.dir = Path(root) if root is not None else build_dir() / "cache" / namespace
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, parts: dict, code: Iterable[str | ModuleType] = ()) -> str:
+        return fingerprint(parts, source_fingerprint(code))
+
+    def path(self, kind: str, key: str) -> Path:
+        if not kind.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"kind must be a short name of letters, digits, '-' and '_', got {kind!r}")
+        return self.dir / f"{kind}-{key}.pt"
+
+    def get(self, kind: str, key: str):
+        """The stored artefact, or None when absent or unreadable (a damaged file is a miss)."""
+        import torch
+
+        p = self.path(kind, key)
+        if not p.is_file():
+            return None
+        try:
+            return torch.load(p, map_location="cpu", weights_only=False)
+        except Exception as e:  # noqa: BLE001 - any unreadable file is a miss, never a crash
+            warnings.warn(f"{p}: unreadable cache entry ({type(e).__name__}); recomputing", stacklevel=2)
+            return None
+
+    def put(self, kind: str, key: str, obj, parts: dict | None = None) -> Path:
+        import torch
+
+        p = self.path(kind, key)
+        atomic_write(p, lambda f: torch.save(obj, f))
+        if parts is not None:
+            atomic_write_text(p.with_suffix(".json"), json.dumps(parts, indent=1, default=str))
+        return p
+
+    def get_or_make(self, kind: str, parts: dict, make: Callable[[], object],
+                    code: Iterable[str | ModuleType] = ()) -> tuple[object, bool]:
+        """(artefact, hit): the stored artefact for ``parts`` and ``code``, made and stored on a miss."""
+        key = self.key(parts, code)
+        obj = self.get(kind, key)
+        if obj is not None:
+            self.hits += 1
+            return obj, True
+        self.misses += 1
+        obj = make()
+        self.put(kind, key, obj, parts)
+        return obj, False
