@@ -25,7 +25,7 @@ book: $(STAMP)
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED)
 
 chapter: $(STAMP)
-	@test -n "$(CH)" || { echo "usage: make chapter CH=<dpformer|taft|merge|dp_icl|mpc_attention>"; exit 2; }
+	@test -n "$(CH)" || { echo "usage: make chapter CH=<$$($(PY) -m privtrans.book.chapters keys)>"; exit 2; }
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
 
 test: $(STAMP)

@@ -5,7 +5,7 @@ import json
 import nbformat
 import pytest
 
-from privtrans.book import claims, profiles, session
+from privtrans.book import chapters, claims, profiles, session
 from privtrans.book.pipeline import cache, execute
 from privtrans.book.pipeline.discover import Notebook, discover
 
@@ -31,7 +31,7 @@ def test_seed_must_be_a_non_negative_int(bad):
 
 
 def test_every_experiment_defines_every_profile():
-    for ch in ("dp_icl", "dpformer", "merge"):
+    for ch in chapters.KEYS:
         try:
             names = profiles.experiments(ch)
         except FileNotFoundError:
@@ -120,37 +120,99 @@ def test_claims_file_errors_are_clear(root):
         claims.load("dp_icl", root)
 
 
-def test_claim_expressions_cannot_reach_builtins(root):
-    _write_claims(root, CLAIMS.replace('predicate: "nb1.x > 0"', 'predicate: "__import__(\'os\')"'))
+@pytest.mark.parametrize("escape", [
+    "__import__('os')", "().__class__", "nb1.__class__", "nb1.x.__class__.__mro__",
+    "[c for c in ().__class__.__base__.__subclasses__()]", "math.__loader__", "open('/etc/passwd')",
+    "eval('1')", "getattr(nb1, '__dict__')", "nb1._hidden",
+])
+def test_claim_expressions_refuse_imports_and_attribute_escapes(root, escape):
+    _write_claims(root, CLAIMS.replace('predicate: "nb1.x > 0"', f'predicate: "{escape}"'))
     rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
-                           {"nb1": {"profile": "smoke", "values": {"x": 1}}}, "smoke")
-    assert rows[0]["held"] is None and "NameError" in rows[0]["reason"]
+                           {"nb1": {"profile": "smoke", "values": {"x": 1, "_hidden": 2}}}, "smoke")
+    assert rows[0]["held"] is None and "cannot evaluate" in rows[0]["reason"], rows[0]
 
 
-def test_cache_key_follows_source_lib_data_profile_and_seed(root):
-    src = root / "notebooks" / "dp_icl" / "01_x.md"
-    src.parent.mkdir(parents=True)
-    src.write_text("a")
-    (root / "lib" / "privtrans" / "m.py").write_text("x = 1")
-    nb = Notebook("dp_icl", src)
-    k0 = cache.input_key(root, nb, "smoke", 0)
-    assert k0 == cache.input_key(root, nb, "smoke", 0)
-    assert k0 != cache.input_key(root, nb, "ci", 0) != cache.input_key(root, nb, "smoke", 1)
-    (root / "lib" / "privtrans" / "m.py").write_text("x = 2")
-    k1 = cache.input_key(root, nb, "smoke", 0)
+def test_claim_expressions_keep_what_the_claims_files_use(root):
+    env = {"nb": claims._namespace({"x": [1.0, 2.0], "d": {"merge": 0.25}, "flag": True})}
+    assert claims.expression("all(v > 0 for v in nb.x) and nb.flag", env) is True
+    assert claims.expression("abs(math.log(nb.d.merge) - math.log(0.25)) < 1e-12", env) is True
+    assert claims.expression("f'{nb.x[-1]:.1f} ' + ', '.join(f'{v:.0f}x' for v in nb.x)", env) == "2.0 1x, 2x"
+    assert claims.expression("{'a': [round(100 * v, 1) for v in nb.x]}", env) == {"a": [100.0, 200.0]}
+
+
+def _tree(root):
+    """A minimal library with the three layers: machinery, two mechanisms, two chapters."""
+    files = {
+        "lib/privtrans/__init__.py": "",
+        "lib/privtrans/book/__init__.py": "",
+        "lib/privtrans/book/session.py": "x = 1",
+        "lib/privtrans/book/claims.py": "x = 1",
+        "lib/privtrans/book/pipeline/__init__.py": "",
+        "lib/privtrans/book/pipeline/html.py": "x = 1",
+        "lib/privtrans/shared/__init__.py": "",
+        "lib/privtrans/shared/dp/__init__.py": "from .noise import add",
+        "lib/privtrans/shared/dp/noise.py": "from privtrans.shared.models import tiny",
+        "lib/privtrans/shared/models/__init__.py": "",
+        "lib/privtrans/shared/models/tiny.py": "x = 1",
+        "lib/privtrans/shared/mpc/__init__.py": "",
+        "lib/privtrans/shared/mpc/runner.py": "PRELOAD = 'privtrans.shared.mpc.preload'",
+        "lib/privtrans/shared/mpc/preload.py": "x = 1",
+        "lib/privtrans/dp_icl/__init__.py": "",
+        "lib/privtrans/dp_icl/run.py": "from ..shared.dp import add",
+        "lib/privtrans/dp_icl/profile.yaml": "e: {smoke: {}, ci: {}, paper: {}}",
+        "lib/privtrans/merge/__init__.py": "",
+        "lib/privtrans/merge/run.py": "x = 1",
+        "notebooks/dp_icl/01_x.md": "from privtrans.dp_icl import run",
+        "notebooks/merge/01_y.md": "from privtrans.shared.mpc import runner",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return Notebook("dp_icl", root / "notebooks/dp_icl/01_x.md"), Notebook("merge", root / "notebooks/merge/01_y.md")
+
+
+def test_cache_key_follows_source_profile_seed_and_data(root):
+    icl, _ = _tree(root)
+    k0 = cache.input_key(root, icl, "smoke", 0)
+    assert k0 == cache.input_key(root, icl, "smoke", 0)
+    assert k0 != cache.input_key(root, icl, "ci", 0) != cache.input_key(root, icl, "smoke", 1)
     (root / "data" / "dp_icl").mkdir(parents=True)
     (root / "data" / "dp_icl" / "paper_values.csv").write_text("c")
-    k2 = cache.input_key(root, nb, "smoke", 0)
+    k1 = cache.input_key(root, icl, "smoke", 0)
     (root / "data" / "dp_icl" / "claims.yaml").write_text("judged after the notebooks ran")
     (root / "data" / "dp_icl" / "README.md").write_text("docs")
-    assert cache.input_key(root, nb, "smoke", 0) == k2, "claims and READMEs are not notebook inputs"
-    src.write_text("b")
-    k3 = cache.input_key(root, nb, "smoke", 0)
-    assert len({k0, k1, k2, k3}) == 4
-    (root / "lib" / "privtrans" / "pipeline").mkdir()
-    (root / "lib" / "privtrans" / "pipeline" / "html.py").write_text("changed")
-    (root / "lib" / "privtrans" / "claims.py").write_text("changed")
-    assert cache.input_key(root, nb, "smoke", 0) == k3, "the build machinery is not a notebook input"
+    assert cache.input_key(root, icl, "smoke", 0) == k1 != k0, "claims and READMEs are not notebook inputs"
+    icl.source.write_text("from privtrans.dp_icl import run  # edited")
+    assert cache.input_key(root, icl, "smoke", 0) != k1
+
+
+@pytest.mark.parametrize("edited, reruns", [
+    ("lib/privtrans/dp_icl/run.py", {"dp_icl"}),             # a chapter: that chapter only
+    ("lib/privtrans/dp_icl/profile.yaml", {"dp_icl"}),       # its profile table lives in its package
+    ("lib/privtrans/merge/run.py", {"merge"}),
+    ("lib/privtrans/shared/models/tiny.py", {"dp_icl"}),     # a mechanism: the chapters that import it,
+    ("lib/privtrans/shared/mpc/preload.py", {"merge"}),      # also when imported by name at run time
+    ("lib/privtrans/shared/dp/__init__.py", {"dp_icl"}),
+    ("lib/privtrans/book/session.py", {"dp_icl", "merge"}),  # machinery inside a notebook: every chapter
+    ("lib/privtrans/__init__.py", {"dp_icl", "merge"}),
+    ("lib/privtrans/book/pipeline/html.py", set()),         # the build itself: nothing
+    ("lib/privtrans/book/claims.py", set()),
+])
+def test_cache_key_follows_the_library_layers(root, edited, reruns):
+    nbs = _tree(root)
+    before = {nb.chapter: cache.input_key(root, nb, "smoke", 0) for nb in nbs}
+    (root / edited).write_text((root / edited).read_text() + "\n# edited\n")
+    after = {nb.chapter: cache.input_key(root, nb, "smoke", 0) for nb in nbs}
+    assert {ch for ch in before if before[ch] != after[ch]} == reruns
+
+
+def test_a_damaged_state_file_is_a_miss(root):
+    icl, _ = _tree(root)
+    cache.save_state(root, icl, {"status": "ok", "key": "k"})
+    assert cache.load_state(root, icl)["key"] == "k"
+    cache.state_path(root, icl).write_text('{"status": "o')
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert cache.load_state(root, icl) is None
 
 
 def test_stale_results_of_notebooks_that_did_not_run_decide_nothing(root):
@@ -192,3 +254,21 @@ def test_papermill_problems_are_detected(tmp_path):
     nbformat.write(nb, p)
     assert execute.papermill_problem(p) is None
     assert execute.papermill_problem(tmp_path / "missing.ipynb") == "not executed yet"
+
+
+def test_the_toc_and_the_book_pages_follow_the_chapter_registry(tmp_path):
+    from pathlib import Path
+
+    from privtrans.book.pipeline import html
+
+    repo = Path(__file__).resolve().parents[1]
+    assert html.toc_problem(repo) is None, "regenerate _toc.yml from the registry"
+    for key in chapters.KEYS:
+        assert (repo / "book" / f"{key}.md").is_file() and f"file: book/{key}\n" in chapters.toc_yaml()
+    (tmp_path / "_toc.yml").write_text(chapters.toc_yaml().replace("book/taft", "book/other"))
+    assert "python -m privtrans.book.chapters toc" in html.toc_problem(tmp_path)
+
+
+def test_unknown_chapter_names_the_registry():
+    with pytest.raises(chapters.ParameterError, match="dpformer, taft, merge, dp_icl, mpc_attention"):
+        chapters.get("tangent")

@@ -15,8 +15,11 @@ appended in file-name order)::
         profiles: [ci, paper]                 # optional: where the claim is judged (default: all)
         why_not: "..."                        # optional: shown when it does not hold
 
-Expressions see one object per notebook (attribute access to its recorded values) and a few
-harmless builtins. A claim whose notebook has not run, or whose key is missing, is ``held: null``.
+Expressions see one object per notebook (attribute access to its recorded values), a few
+harmless functions and ``math``'s functions. They are evaluated by simpleeval, which refuses
+imports, names starting with ``_`` and attributes starting with ``_`` (so no ``().__class__``
+escape), not by ``eval``. A claim whose notebook has not run, or whose key is missing, is
+``held: null`` (not judged) with the reason.
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ from types import SimpleNamespace
 
 import yaml
 
+from simpleeval import EvalWithCompoundTypes, InvalidExpression
+
 from .paths import data_dir
 
-SAFE_BUILTINS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len,
-                 "sum": sum, "round": round, "sorted": sorted, "math": math}
+FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len,
+             "sum": sum, "round": round, "sorted": sorted}
+# simpleeval refuses module objects; the predicates need math's functions and constants only
+MATH = SimpleNamespace(**{k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
 REQUIRED = ("id", "paper_item", "statement", "paper_value", "notebook", "value", "predicate")
 
 
@@ -69,6 +76,11 @@ def _plain(v):
     return v
 
 
+def expression(text: str, env: dict):
+    """The value of one claims expression over ``env`` (notebook name -> recorded values)."""
+    return EvalWithCompoundTypes(functions=FUNCTIONS, names=dict(env, math=MATH)).eval(text)
+
+
 def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str) -> list[dict]:
     """One summary row per claim: {chapter, id, paper_item, paper_value, value, held, reason}."""
     env = {name: _namespace(r.get("values", {})) for name, r in results.items()}
@@ -85,9 +97,10 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str) ->
             row["reason"] = f"results are from profile {res.get('profile')!r}, the book was built at {profile!r}"
         else:
             try:
-                row["value"] = _plain(eval(c["value"], {"__builtins__": SAFE_BUILTINS}, env))  # noqa: S307
-                held = bool(eval(c["predicate"], {"__builtins__": SAFE_BUILTINS}, env))  # noqa: S307
-            except (AttributeError, KeyError, NameError, TypeError, ValueError, ZeroDivisionError) as e:
+                row["value"] = _plain(expression(c["value"], env))
+                held = bool(expression(c["predicate"], env))
+            except (AttributeError, KeyError, NameError, TypeError, ValueError, ZeroDivisionError,
+                    IndexError, InvalidExpression) as e:
                 row["reason"] = f"cannot evaluate: {type(e).__name__}: {e}"
             else:
                 judged = c.get("profiles")

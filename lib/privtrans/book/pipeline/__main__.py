@@ -13,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..chapters import KEYS as CHAPTERS, PROFILES
-from privtrans.book.paths import ROOT_ENV, repo_root
-from privtrans.book.profiles import ParameterError, check_profile, check_seed
+from ..chapters import KEYS as CHAPTERS
+from ..chapters import PROFILES, ParameterError, check_profile, check_seed
+from ..paths import ROOT_ENV, repo_root
 from . import cache, execute, html, report
 from .discover import discover
 

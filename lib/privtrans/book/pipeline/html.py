@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..chapters import toc_yaml
 from .discover import Notebook
 
 CDN = re.compile(r"""<(?:script|link)[^>]+(?:src|href)=["'](?:https?:)?//[^"']+""", re.I)
@@ -34,8 +35,20 @@ def offline_problems(html: Path, notebooks: list[Notebook]) -> list[str]:
     return problems
 
 
+def toc_problem(root: Path) -> str | None:
+    """Why ``_toc.yml`` cannot be used: it must be what the chapter registry writes."""
+    toc = root / "_toc.yml"
+    if not toc.is_file() or toc.read_text() != toc_yaml():
+        return ("_toc.yml does not match the chapter registry (lib/privtrans/book/chapters.py); "
+                "write it with `python -m privtrans.book.chapters toc > _toc.yml`")
+    return None
+
+
 def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     """Build into _build/jb, check, then swap into _build/html. Returns (ok, message)."""
+    problem = toc_problem(root)
+    if problem:
+        return False, problem
     out = root / "_build" / "jb"
     cmd = [jupyter_book(), "build", str(root), "--path-output", str(out), "-W", "-n", "--keep-going", "--all"]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)

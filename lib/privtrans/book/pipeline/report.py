@@ -8,8 +8,10 @@ from pathlib import Path
 
 from .. import claims
 from ..chapters import KEYS as CHAPTERS
-from privtrans.book.session import load_results
-from privtrans.book.paths import generated_dir
+from ..chapters import landing_table
+from ..paths import generated_dir
+from ..runcache import atomic_write_text
+from ..session import load_results
 
 
 def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[dict]:
@@ -22,9 +24,7 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[di
         doc = claims.load(ch, root)
         results = {name: r for name, r in load_results(ch, root).items() if (ch, name) in ran}
         rows = claims.evaluate(ch, doc, results, profile)
-        out = generated_dir(ch, root)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "claims.md").write_text(claims.markdown_table(rows, profile))
+        atomic_write_text(generated_dir(ch, root) / "claims.md", claims.markdown_table(rows, profile))
         rows_all += rows
     return rows_all
 
@@ -38,9 +38,7 @@ def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], cl
         "claims": [{k: r[k] for k in ("chapter", "id", "paper_item", "paper_value", "value", "held", "reason")}
                    for r in claim_rows],
     }
-    path = root / "_build" / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=1, ensure_ascii=False))
+    path = atomic_write_text(root / "_build" / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
     write_status_page(root, summary)
     return path
 
@@ -61,5 +59,5 @@ def write_status_page(root: Path, summary: dict):
     for n in summary["notebooks"]:
         lines.append(f"| {n['chapter']}/{n['notebook']} | {n['profile']} | {n['seconds']:.1f} | {n['status']} |")
     out = root / "book" / "_generated"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "status.md").write_text("\n".join(lines) + "\n")
+    atomic_write_text(out / "status.md", "\n".join(lines) + "\n")
+    atomic_write_text(out / "chapters.md", landing_table())
