@@ -272,3 +272,11 @@ def test_the_toc_and_the_book_pages_follow_the_chapter_registry(tmp_path):
 def test_unknown_chapter_names_the_registry():
     with pytest.raises(chapters.ParameterError, match="dpformer, taft, merge, dp_icl, mpc_attention"):
         chapters.get("tangent")
+
+
+def test_the_readme_maps_every_chapter():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for key in chapters.KEYS:
+        assert f"| `{key}` | `notebooks/{key}/`" in readme and f"`lib/privtrans/{key}/`" in readme

@@ -12,6 +12,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from ..runcache import atomic_write_text
 from .discover import Notebook
 
 KERNEL = "python3"
@@ -109,9 +110,7 @@ def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
         return Outcome("failed", seconds, f"{nb.source.relative_to(root)}: {problem}")
     executed = nbformat.read(out_ipynb, as_version=4)
     executed.metadata.pop("widgets", None)  # widget state would pull JS from a CDN
-    dest = executed_path(root, nb)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(executed, dest)
+    atomic_write_text(executed_path(root, nb), nbformat.writes(executed))
     return Outcome("ok", seconds)
 
 
