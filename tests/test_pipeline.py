@@ -280,3 +280,10 @@ def test_the_readme_maps_every_chapter():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     for key in chapters.KEYS:
         assert f"| `{key}` | `notebooks/{key}/`" in readme and f"`lib/privtrans/{key}/`" in readme
+
+
+def test_a_value_that_could_not_be_computed_is_not_judged_and_says_so(root):
+    _write_claims(root, CLAIMS)
+    rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
+                           {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
+    assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]

@@ -102,6 +102,9 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str) ->
             except (AttributeError, KeyError, NameError, TypeError, ValueError, ZeroDivisionError,
                     IndexError, InvalidExpression) as e:
                 row["reason"] = f"cannot evaluate: {type(e).__name__}: {e}"
+                if "NoneType" in str(e):  # a readout returned None: the value could not be computed
+                    row["reason"] = ("cannot evaluate: a value this claim reads was not computed in this "
+                                     f"build (None; see the notebook); {type(e).__name__}: {e}")
             else:
                 judged = c.get("profiles")
                 if judged and profile not in judged:
