@@ -50,12 +50,7 @@ def main():
     df = experiments.run_jobs(jobs, seed=a.seed, timeout=3600)
     wall = time.perf_counter() - t0
     tot = df[df.group == "Total"].set_index("variant")
-    if a.encdec:
-        shape = cost_model.EncDecShape(vocab=a.vocab, d=a.d_model, enc_layers=sizes["n_enc_layers"],
-                                       dec_layers=sizes["n_layers"], heads=a.heads, src=a.src,
-                                       prefix=a.prefix, n_new=n_new)
-    else:
-        shape = cost_model.Shape(vocab=a.vocab, d=a.d_model, layers=a.layers, heads=a.heads, prefix=a.prefix, n_new=n_new)
+    shape = experiments.shape_of(sizes, a.prefix, n_new, src=a.src)
     base = tot.loc["crypten"]
     kind = f"encoder-decoder ({sizes['n_enc_layers']} + {sizes['n_layers']} layers, source {a.src})" if a.encdec else "GPT"
     print(f"tiny {kind} V={a.vocab} d={a.d_model} L={a.layers} H={a.heads}; prefix {a.prefix}, "
@@ -74,8 +69,9 @@ def main():
         # LM-head logits and runs no argmax, so its Table 2 leaves this cost out
         argmax = cost_model.rowop_cost("argmax", n_new, a.vocab)[0]
         m = tot.loc["merge"]
-        speed, saved = base.seconds / m.seconds, 1 - m.bytes / base.bytes
-        saved_na = 1 - (m.bytes - argmax) / (base.bytes - argmax)
+        speed = base.seconds / m.seconds
+        saved = experiments.byte_saving(base.bytes, m.bytes)
+        saved_na = experiments.byte_saving(base.bytes, m.bytes, left_out=argmax)
         print(f"argmax over V for {n_new} tokens: {argmax / 2**20:.2f} MiB in every variant")
         print(f"target: ER+MM >= 5x faster and >= 60% fewer bytes than vanilla -> {speed:.1f}x faster; "
               f"{100 * saved:.0f}% fewer bytes with the argmax, {100 * saved_na:.0f}% fewer without it "

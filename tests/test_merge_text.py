@@ -7,38 +7,105 @@ import numpy as np
 import pytest
 import torch
 
+from privtrans.book.runcache import RunCache
 from privtrans.merge import data as D
 from privtrans.merge import metrics as M
 from privtrans.merge import train as T
+from privtrans.shared.datasets import chatterbot
 
 # --------------------------------------------------------------------------------------- metrics
 
 
+def _lcs(a: list, b: list) -> int:
+    """Longest common subsequence by dynamic programming: an independent reference for ROUGE-L."""
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def _random_corpus(seed: int, n: int = 25, vocab=("the", "dog", "dogs", "runs", "run", "a", "ball", "in",
+                                                  "park", ".", ",", "is", "running", "catches")):
+    rng = np.random.default_rng(seed)
+    words = lambda k: " ".join(rng.choice(vocab, size=k))  # noqa: E731
+    hyps = [words(int(rng.integers(0, 9))) for _ in range(n)]
+    refs = [[words(int(rng.integers(1, 10))) for _ in range(int(rng.integers(1, 4)))] for _ in range(n)]
+    return hyps, refs
+
+
 def test_rouge_l_hand_case():
     # LCS("the cat sat on the mat", "the cat is on the mat") = "the cat on the mat" (5 of 6 each)
-    assert M.lcs_length("a b c d".split(), "a c b d".split()) == 3
     assert M.rouge_l(["the cat sat on the mat"], [["the cat is on the mat"]]) == pytest.approx(5 / 6)
     # best reference counts
     assert M.rouge_l(["a b"], [["x y", "a b"]]) == pytest.approx(1.0)
     assert M.rouge_l(["a b"], [["x y"]]) == 0.0
+    # punctuation tokens count (rouge-score's default tokenizer would drop them and score 1)
+    assert M.rouge_l(["hello ."], [["hello !"]]) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rouge_l_is_best_reference_lcs_f1(seed):
+    hyps, refs = _random_corpus(seed)
+
+    def f1(h, r):
+        h, r = h.split(), r.split()
+        lcs = _lcs(h, r)
+        return 0.0 if lcs == 0 else 2 * lcs / (len(h) + len(r))
+
+    want = np.mean([max(f1(h, r) for r in rs) for h, rs in zip(hyps, refs)])
+    assert M.rouge_l(hyps, refs) == pytest.approx(want)
 
 
 def test_chrf_pp_hand_case():
-    # chars "ab" vs "ac": 1-grams F=0.5, 2-grams F=0, longer orders absent; words: 1-grams F=0.5,
-    # 2-grams F=0 -> mean over the 4 effective orders = 1.0 / 4
+    # chars "ab" vs "ac": 1-grams P=R=0.5, 2-grams 0, longer orders absent; words: 1-grams 0.5,
+    # 2-grams 0 -> mean precision = mean recall = 1.0 / 4 over the 4 effective orders -> 25
     assert M.chrf_pp(["a b"], [["a c"]]) == pytest.approx(25.0)
     assert M.chrf_pp(["the dog runs"], [["the dog runs"]]) == pytest.approx(100.0)
     assert M.chrf_pp(["xyz"], [["abc"]]) == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_chrf_pp_matches_sacrebleu(seed):
+    import sacrebleu
+
+    hyps, refs = _random_corpus(seed)
+    # one reference each: sacrebleu's corpus_chrf takes it as one stream
+    one = [rs[:1] for rs in refs]
+    assert M.chrf_pp(hyps, one) == pytest.approx(sacrebleu.corpus_chrf(hyps, [[r[0] for r in one]], word_order=2).score)
+    # several references: the best one per sentence, statistics summed (same as sacrebleu's
+    # equal-count streams when every sentence has all of them)
+    three = [(rs * 3)[:3] for rs in refs]
+    streams = [[r[i] for r in three] for i in range(3)]
+    assert M.chrf_pp(hyps, three) == pytest.approx(sacrebleu.corpus_chrf(hyps, streams, word_order=2).score)
+    # a variable number of references: repeating a sentence's own references changes nothing
+    assert M.chrf_pp(hyps, refs) == pytest.approx(M.chrf_pp(hyps, three))
 
 
 def test_nist_hand_case():
     # refs: a, b, (a b) once each, 2 words: info(a) = info(b) = log2(2/1) = 1, info(a b) = log2(1/1) = 0
     # 1-grams: (1 + 1) / 2 = 1; 2-grams: 0 / 1 -> NIST = 1
     assert M.nist(["a b"], [["a b"]]) == pytest.approx(1.0)
-    assert M.nist_brevity_penalty(3, 2) == pytest.approx(0.5)
-    assert M.nist_brevity_penalty(2, 3) == 1.0
     # a shorter hypothesis is penalised
     assert M.nist(["a"], [["a b"]]) < 1.0
+    # nothing generated: 0, not a division by zero
+    assert M.nist(["", ""], [["a b"], ["c"]]) == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nist_matches_nltk(seed):
+    from nltk.translate.nist_score import corpus_nist
+
+    hyps, refs = _random_corpus(seed)
+    hyps[0] = "the dog runs in the park ."  # some hypothesis reaches 5-grams
+    want = corpus_nist([[r.split() for r in rs] for rs in refs], [h.split() for h in hyps], n=5)
+    assert M.nist(hyps, refs) == pytest.approx(want)
+    # short hypotheses only: the orders none of them reaches are left out instead of dividing by 0
+    short = ["the dog", "a", "run ."]
+    want = corpus_nist([[r.split() for r in rs] for rs in refs[:3]], [h.split() for h in short], n=2)
+    assert M.nist(short, refs[:3]) == pytest.approx(want)
 
 
 def test_meteor_exact_and_stem():
@@ -49,12 +116,19 @@ def test_meteor_exact_and_stem():
     # two chunks of one word each: m = 2, chunks = 2 -> 1 - 0.5 * 1
     assert M.meteor(["a b"], [["b a"]]) == pytest.approx(0.5)
     assert M.meteor(["x"], [["y"]]) == 0.0
+    # no synonyms: WordNet would match these two
+    assert M.meteor(["car"], [["automobile"]]) == 0.0
+    assert M.NoSynonyms.synsets("car") == []
 
 
-def test_stemmer():
-    for word, stem in [("running", "run"), ("carries", "carry"), ("catches", "catch"), ("painted", "paint"),
-                       ("dogs", "dog"), ("dog", "dog"), ("is", "is")]:
-        assert M.stem(word) == stem, word
+@pytest.mark.parametrize("seed", [0, 1])
+def test_meteor_matches_nltk_without_synonyms(seed):
+    from nltk.translate.meteor_score import single_meteor_score
+
+    hyps, refs = _random_corpus(seed)
+    want = np.mean([max(single_meteor_score(r.split(), h.split(), wordnet=M.NoSynonyms()) for r in rs)
+                    for h, rs in zip(hyps, refs)])
+    assert M.meteor(hyps, refs) == pytest.approx(want)
 
 
 def test_embedding_f1_proxy():
@@ -72,6 +146,8 @@ def test_metric_input_errors():
         M.chrf_pp("a b", [["a b"]])
     with pytest.raises(ValueError):
         M.nist(["a"], [[]])
+    with pytest.raises(ValueError):
+        M.meteor([], [])
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -108,10 +184,18 @@ def test_vocab_and_sequences():
 
 @pytest.mark.skipif(importlib.util.find_spec("chatterbot_corpus") is None, reason="chatterbot-corpus not installed")
 def test_chatterbot_reader():
+    convs = chatterbot.conversations()
+    assert len(convs) > 100 and all(isinstance(t, str) and t for c in convs for t in c)
     task = D.chat(n_test=20, seed=0)
     assert len(task.train) > 300 and len(task.test) == 20
     assert set(e.source for e in task.train).isdisjoint(e.source for e in task.test)
     assert all(e.refs for e in task.test)
+
+
+def test_chatterbot_missing_wheel_names_the_pin(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(FileNotFoundError, match="chatterbot-corpus==1.2.2"):
+        chatterbot.english_dir()
 
 
 # ---------------------------------------------------------------------------------------- losses
@@ -154,7 +238,7 @@ def test_merge_loss_is_eq7_without_noise():
 
 
 def test_training_reduces_loss_and_student_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr(T, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(T, "run_cache", lambda: RunCache("merge", root=tmp_path))
     spec = _tiny_spec()
     teacher = T.get_model(spec, "teacher", seed=0, device=torch.device("cpu"))
     val = teacher.history["val"]["total"]
@@ -168,6 +252,12 @@ def test_training_reduces_loss_and_student_runs(tmp_path, monkeypatch):
     merge = T.get_model(spec, "merge", seed=0, device=torch.device("cpu"))
     assert merge.model.cfg.merged and merge.decoding == "er"
     assert all(math.isfinite(x) for x in merge.history["train"]["total"])
+    # the key leaves out the recipe that does not train the model: a new distillation recipe
+    # leaves the teacher and the MERGE student cached; a new student recipe retrains MERGE only
+    other = T.Spec(**{**spec.__dict__, "distill": T.Recipe(steps=7)})
+    assert T.get_model(other, "teacher", seed=0).cached and T.get_model(other, "merge", seed=0).cached
+    other = T.Spec(**{**spec.__dict__, "student": T.Recipe(steps=3, batch=8, eval_every=3, warmup=1)})
+    assert T.get_model(other, "teacher", seed=0).cached and not T.get_model(other, "merge", seed=0).cached
 
 
 def test_greedy_batch_matches_generate_and_grouping():

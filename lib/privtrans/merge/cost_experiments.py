@@ -4,6 +4,8 @@ Each notebook makes *one* ``runner.run`` call (process start-up is paid once) wi
 the party function ``cost_jobs`` runs them in order and returns the per-group meter of each.
 Weights are random (variance-preserving), as in the paper's speed benchmark (which used all-ones
 weights): cost does not depend on the values, and ``tests/test_mpc_*`` check correctness.
+
+The tables the notebooks show are built here; what they record is in ``readouts``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from privtrans.shared.mpc import runner
+from privtrans.shared.models.plain_gpt import VARIANT_LABELS
+from privtrans.shared.mpc import cost_model, runner
 from privtrans.shared.mpc.meter import GROUPS, Meter
 
 #: a link like the paper's (10 GbE) for the modelled network time: bytes / B + rounds * RTT
@@ -63,7 +66,7 @@ def run_jobs(jobs: list, seed: int = 0, timeout: float = 900.0) -> pd.DataFrame:
             mb = b["meter"][group]
             if (m["bytes"], m["rounds"]) != (mb["bytes"], mb["rounds"]):
                 raise RuntimeError(f"parties disagree on communication of job {i} group {group}")
-            rows.append(dict(job=i, kind=a["kind"], variant=a["variant"], n_new=a.get("n_new"),
+            rows.append(dict(job=i, kind=a["kind"], variant=a["variant"], n_new=a.get("n_new"), sweep=a.get("sweep"),
                              arch="encdec" if "n_enc_layers" in a["sizes"] else "gpt",
                              layers=a["sizes"].get("n_layers"), group=group,
                              seconds=max(m["seconds"], mb["seconds"]), rounds=m["rounds"],
@@ -94,7 +97,8 @@ def paper_table(root: Path | None = None) -> pd.DataFrame:
         return pd.DataFrame(list(csv.DictReader(f))).astype({"value": float})
 
 
-def summary(df: pd.DataFrame, variants: list, n_new: int, labels: dict, base: str = "crypten") -> pd.DataFrame:
+def summary(df: pd.DataFrame, variants: list, n_new: int, labels: dict = VARIANT_LABELS,
+            base: str = "crypten") -> pd.DataFrame:
     """Totals per variant with the ratios that transfer (bytes, rounds) and those that do not (seconds)."""
     b = pivot(df, "bytes").loc[variants, "Total"]
     r = pivot(df, "rounds").loc[variants, "Total"]
@@ -114,10 +118,9 @@ def summary(df: pd.DataFrame, variants: list, n_new: int, labels: dict, base: st
     }, index=pd.Index(variants, name="key"))
 
 
-def closed_form_vs_paper(shape, model: str, variants: list, labels: dict, root: Path | None = None) -> pd.DataFrame:
+def closed_form_vs_paper(shape, model: str, variants: list, labels: dict = VARIANT_LABELS,
+                         root: Path | None = None) -> pd.DataFrame:
     """The closed-form bytes (GiB per party) at a paper shape beside the paper's Table 2 row."""
-    from privtrans.shared.mpc import cost_model
-
     paper = paper_table(root)
     p2 = paper[(paper.table == "Table 2") & (paper.model == model)].set_index(["variant", "group", "metric"])["value"]
     cf = pd.DataFrame(cost_model.table(shape, variants))
@@ -128,3 +131,162 @@ def closed_form_vs_paper(shape, model: str, variants: list, labels: dict, root: 
     out["fraction (closed form)"] = cf["fraction"].values
     out["fraction (paper)"] = [p2[(v, "Total", "fraction_pct")] / 100 for v in cf.variant]
     return pd.DataFrame(out, index=pd.Index(list(cf.variant), name="key"))
+
+
+def labelled(t: pd.DataFrame, scale: float = 1.0) -> pd.DataFrame:
+    """A per-variant table for display: values / ``scale``, variants by their labels."""
+    out = (t / scale).reset_index()
+    out["variant"] = out["variant"].map(VARIANT_LABELS)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 1
+# ---------------------------------------------------------------------------------------------
+
+ENCODER, GENERATOR = "encoder (one pass)", "generator (greedy decoding)"
+
+
+def fig1_shares(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """{"seconds" | "bytes" | "rounds": share of each group in the encoder's and the generator's
+    total (rows ``ENCODER``, ``GENERATOR``)}. A group the meter never entered has no column."""
+    df = df.assign(model=df["kind"].map({"encode": ENCODER, "generate": GENERATOR}))
+    out = {}
+    for value in ("seconds", "bytes", "rounds"):
+        t = pivot(df, value, index=("model",)).drop(columns="Total")
+        total = t.sum(axis=1)
+        if (total <= 0).any():
+            raise ValueError(f"a run metered no {value} at all: {total.to_dict()}")
+        out[value] = t.div(total, axis=0)
+    return out
+
+
+def shares_table(shares: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The shares side by side, one column per (quantity, group), for display."""
+    t = pd.concat(shares, axis=1).round(3).reset_index()
+    t.columns = [" ".join(c).strip() if isinstance(c, tuple) else c for c in t.columns]
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# closed form at the measured shapes
+# ---------------------------------------------------------------------------------------------
+
+
+def shape_of(sizes: dict, prefix: int, n_new: int, src: int | None = None):
+    """The ``cost_model`` shape of a job's model (``sizes``: GPTConfig fields; with ``n_enc_layers``
+    the encoder-decoder, reading ``src`` source tokens)."""
+    common = dict(vocab=sizes["vocab_size"], d=sizes["d_model"], heads=sizes["n_heads"], prefix=prefix, n_new=n_new)
+    if "n_enc_layers" in sizes:
+        if src is None:
+            raise ValueError("an encoder-decoder shape needs the source length src")
+        return cost_model.EncDecShape(enc_layers=sizes["n_enc_layers"], dec_layers=sizes["n_layers"], src=src, **common)
+    return cost_model.Shape(layers=sizes["n_layers"], **common)
+
+
+def closed_form_totals(shape, variants: list) -> dict:
+    """{variant: closed-form total bytes per party} at ``shape``."""
+    return {v: cost_model.generation_cost(shape, v)["Total"]["bytes"] for v in variants}
+
+
+def measured_over_closed_form(bytes_t: pd.DataFrame, shape, variants: list) -> pd.DataFrame:
+    """Measured / closed-form bytes per (variant, group); NaN where the closed form is 0."""
+    rows = []
+    for v in variants:
+        model = cost_model.generation_cost(shape, v)
+        for g in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Total"):
+            m = bytes_t.loc[v, g] if g in bytes_t.columns else 0  # a group never entered sent nothing
+            rows.append(dict(variant=v, group=g, ratio=m / model[g]["bytes"] if model[g]["bytes"] else float("nan")))
+    return pd.DataFrame(rows).pivot(index="variant", columns="group", values="ratio").reset_index()
+
+
+def byte_saving(base_bytes: float, variant_bytes: float, left_out: float = 0.0) -> float:
+    """1 - variant / base, after taking ``left_out`` bytes (a cost both pay, e.g. the argmax) off both."""
+    return 1 - (variant_bytes - left_out) / (base_bytes - left_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 4
+# ---------------------------------------------------------------------------------------------
+
+WITH_ARGMAX, WITHOUT_ARGMAX = "every operation", "without the argmax (the paper's accounting)"
+
+
+def length_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """The length sweep: ER+MM's time speed-up, rounds ratio and byte fraction per generated length."""
+    tot = df[(df.sweep == "length") & (df.group == "Total")]
+    w = tot.pivot_table(index="n_new", columns="variant", values=["seconds", "bytes", "rounds"])
+    return pd.DataFrame({
+        "generated tokens": w.index,
+        "time speed-up ER+MM": (w["seconds"]["crypten"] / w["seconds"]["merge"]).values,
+        "rounds ratio CrypTen/ER+MM": (w["rounds"]["crypten"] / w["rounds"]["merge"]).values,
+        "bytes fraction ER+MM": (w["bytes"]["merge"] / w["bytes"]["crypten"]).values,
+    })
+
+
+def depth_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The depth sweep: CrypTen and ER+MM seconds and KiB per number of layers."""
+    tot = df[(df.sweep == "layers") & (df.group == "Total")]
+    w = tot.pivot_table(index="layers", columns="variant", values=["seconds", "bytes"])
+    return pd.DataFrame({
+        "layers": w.index,
+        "CrypTen s": w["seconds"]["crypten"].values, "ER+MM s": w["seconds"]["merge"].values,
+        "time speed-up": (w["seconds"]["crypten"] / w["seconds"]["merge"]).values,
+        "CrypTen KiB": w["bytes"]["crypten"].values / 1024, "ER+MM KiB": w["bytes"]["merge"].values / 1024,
+        "bytes fraction": (w["bytes"]["merge"] / w["bytes"]["crypten"]).values,
+    })
+
+
+def embed_bytes(df: pd.DataFrame) -> pd.Series:
+    """Embed bytes per (variant, n_new) of the length sweep: one entry per run (0 for a run that
+    never entered Embed); a run that did not happen has no entry."""
+    t = pivot(df[df.sweep == "length"], "bytes", index=("variant", "n_new"))
+    return t["Embed"] if "Embed" in t.columns else pd.Series(0, index=t.index, name="Embed")
+
+
+def closed_form_sweeps(lengths: list, layers: list, length_variants=("crypten", "mpcformer_sf2relu", "only_er", "merge"),
+                       layer_variants=("crypten", "merge")) -> pd.DataFrame:
+    """Closed-form GiB and rounds at GPT-2 (124M) for each total length, and at length 128 with
+    d = 768, V = 50257 for each depth (x = parameters in millions)."""
+    rows = []
+
+    def add(sweep, x, v, shape):
+        c = cost_model.generation_cost(shape, v)
+        rows.append(dict(sweep=sweep, x=x, variant=v, GiB=c["Total"]["bytes"] / cost_model.GIB,
+                         embed_GiB=c["Embed"]["bytes"] / cost_model.GIB, rounds=c["Total"]["rounds"]))
+
+    for total in lengths:
+        for v in length_variants:
+            add("length", total, v, cost_model.with_length(cost_model.GPT2, total))
+    for L in layers:
+        shape = cost_model.Shape(vocab=50257, d=768, layers=L, heads=12, d_ff=3072, prefix=4, n_new=124)
+        for v in layer_variants:
+            add("params", shape.params / 1e6, v, shape)
+    return pd.DataFrame(rows)
+
+
+def closed_form_length_table(cf: pd.DataFrame, root: Path | None = None) -> pd.DataFrame:
+    """GiB per variant and length (closed form), ER+MM's fraction, and the paper's Figure 4 values
+    read off the plot (``paper_tables.csv``)."""
+    t = cf[cf.sweep == "length"].pivot(index="x", columns="variant", values="GiB")
+    t["ER+MM fraction"] = t["merge"] / t["crypten"]
+    paper = paper_table(root)
+    f4 = paper[paper.table == "Figure 4"].assign(x=lambda p: p.group.str.split().str[-1].astype(int))
+    for v, label in (("crypten", "CrypTen GiB (paper, read off)"), ("merge", "ER+MM GiB (paper, read off)")):
+        t[label] = f4[f4.variant == v].set_index("x")["value"]
+    return t
+
+
+def bytes_saved_at_length(sizes: dict, prefix: int, total: int = 64) -> pd.DataFrame:
+    """Closed-form MiB of CrypTen and ER+MM generating to ``total`` positions, and ER+MM's saving,
+    counting every operation and without the argmax that reveals the tokens (the paper's graph
+    stops at the logits)."""
+    shape = shape_of(sizes, prefix, total - prefix)
+    argmax = cost_model.rowop_cost("argmax", shape.n_new, shape.vocab)[0]
+    tot = closed_form_totals(shape, ["crypten", "merge"])
+    rows = []
+    for count, left_out in ((WITH_ARGMAX, 0), (WITHOUT_ARGMAX, argmax)):
+        rows.append({"count": count, "CrypTen MiB": (tot["crypten"] - left_out) / 2**20,
+                     "ER+MM MiB": (tot["merge"] - left_out) / 2**20,
+                     "bytes saved by ER+MM": byte_saving(tot["crypten"], tot["merge"], left_out)})
+    return pd.DataFrame(rows)

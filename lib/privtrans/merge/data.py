@@ -6,8 +6,9 @@ None of the paper's datasets (MultiWOZ 2.1 NLG, CommonGen, DailyDialog) ships on
   paraphrase templates per act, every template realisation is a reference;
 - ``concepts``: synthetic concept set -> sentence (CommonGen-like): a shuffled set of 3-4 lemmas
   (subject, verb, object, place) -> an inflected sentence that must use all of them;
-- ``chat``: real human-written conversations from the ``chatterbot-corpus`` package
-  (English YAML files), previous turn -> next turn (a small DailyDialog stand-in).
+- ``chat``: real human-written conversations from the ``chatterbot-corpus`` wheel (read by
+  ``privtrans.shared.datasets.chatterbot``), previous turn -> next turn (a small DailyDialog
+  stand-in).
 
 The synthetic generators are deterministic functions of their seed. Texts are lower-case words and
 punctuation separated by single spaces, so ``text.split()`` is the tokenisation everywhere.
@@ -15,13 +16,13 @@ punctuation separated by single spaces, so ``text.split()`` is the tokenisation 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
+
+from privtrans.shared.datasets import chatterbot
 
 PAD, SEP, EOS, UNK = "<pad>", "<sep>", "<eos>", "<unk>"
 SPECIALS = (PAD, SEP, EOS, UNK)
@@ -219,39 +220,17 @@ def synthetic(name: str, n_train: int, n_test: int, seed: int, n_refs: int = 3) 
 # chatterbot-corpus: real conversations (DailyDialog stand-in)
 # ---------------------------------------------------------------------------------------------
 
-CHATTERBOT_PIN = "chatterbot-corpus==1.2.2"
-
-
-def chatterbot_dir() -> Path:
-    """The English YAML folder of the installed ``chatterbot_corpus`` package, found without
-    importing it (importing it is harmless, but the package is data only)."""
-    spec = importlib.util.find_spec("chatterbot_corpus")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"the 'chat' task reads the real conversations shipped in the chatterbot-corpus wheel "
-            f"(BSD licence); install it with `pip install {CHATTERBOT_PIN}`"
-        )
-    d = Path(list(spec.submodule_search_locations)[0]) / "data" / "english"
-    if not d.is_dir():
-        raise FileNotFoundError(f"chatterbot_corpus is installed but has no data/english folder at {d}")
-    return d
-
-
 def chatterbot_pairs(max_words: int = 24) -> list[tuple[str, str]]:
     """(previous turn, next turn) pairs of every English conversation, in file order.
 
     Turns are tokenised and cut to ``max_words`` words (the context from the left, as MERGE cuts
     prefixes, and the response from the right)."""
-    import yaml
-
     pairs = []
-    for path in sorted(chatterbot_dir().glob("*.yml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        for conv in doc.get("conversations") or []:
-            turns = [" ".join(tokenize(str(t))) for t in conv if t is not None]
-            for a, b in zip(turns, turns[1:]):
-                if a and b:
-                    pairs.append((" ".join(a.split()[-max_words:]), " ".join(b.split()[:max_words])))
+    for conv in chatterbot.conversations():
+        turns = [" ".join(tokenize(t)) for t in conv]
+        for a, b in zip(turns, turns[1:]):
+            if a and b:
+                pairs.append((" ".join(a.split()[-max_words:]), " ".join(b.split()[:max_words])))
     return pairs
 
 

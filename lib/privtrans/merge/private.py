@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import pandas as pd
 import torch
 
 from privtrans.shared.models.plain_gpt import GPTConfig, TinyGPT
@@ -62,3 +63,11 @@ def private_vs_plain(models: dict, prompts: list[list[int]], n_new: int, timeout
                   "ranks_agree": ranks[0][k]["ids"] == got, "seconds": priv[k]["seconds"],
                   "meter": priv[k]["meter"]}
     return out
+
+
+def cost_table(results: dict) -> pd.DataFrame:
+    """Mean seconds, rounds and MiB per prompt of each model's private generation (the client's view)."""
+    rows = [{"model": v, "prompt": i, "seconds": r["seconds"][i], "rounds": m["Total"]["rounds"],
+             "MiB": m["Total"]["bytes"] / 2**20}
+            for v, r in results.items() for i, m in enumerate(r["meter"])]
+    return pd.DataFrame(rows).groupby("model", sort=False)[["seconds", "rounds", "MiB"]].mean().reset_index()

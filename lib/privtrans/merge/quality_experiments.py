@@ -24,10 +24,48 @@ TABLE3_ROWS = [
 METRIC_ORDER = ["BERTScore-proxy", "BARTScore-proxy", "NIST", "ROUGE-L", "METEOR (no synonyms)", "chrF++"]
 
 
+#: Figure 6: a validation loss is stable if it never exceeds this multiple of its running minimum
+STABLE_JUMP = 1.5
+
+
 def converged(tr: T.Trained) -> bool:
     """Finite losses and a validation loss that fell below its value at step 0."""
     val = tr.history.get("val", {}).get("total", [])
     return (not tr.diverged) and len(val) > 1 and all(map(math.isfinite, val)) and val[-1] < val[0]
+
+
+def retraining_summary(tr: T.Trained) -> dict:
+    """One run's validation (and training) loss in numbers: Figure 6's table."""
+    v, t = tr.history["val"]["total"], tr.history["train"]["total"]
+    k = max(1, len(t) // 10)
+    return {
+        "val_start": v[0], "val_first_eval": v[1] if len(v) > 1 else None, "val_end": v[-1], "val_min": min(v),
+        "val_end_over_start": v[-1] / v[0] if v[0] else None,
+        "val_rises_initially": bool(v[1] > v[0]) if len(v) > 1 else None,
+        "train_first_10pct": sum(t[:k]) / k if t else None, "train_last_10pct": sum(t[-k:]) / k if t else None,
+        "finite": all(map(math.isfinite, v + t)),
+        "converged": converged(tr),
+        # after the start, the validation loss never exceeds STABLE_JUMP x its running minimum;
+        # None with fewer than three evaluations (nothing to judge)
+        "stable": all(v[i] <= STABLE_JUMP * min(v[:i]) for i in range(2, len(v))) if len(v) > 2 else None,
+    }
+
+
+def table3_tasks(cfg: dict, seed: int) -> tuple[pd.DataFrame, dict]:
+    """``table3`` for every task of ``cfg["tasks"]``: one frame, and {task: (test examples, {row: hypotheses})}."""
+    frames, samples = [], {}
+    for task in cfg["tasks"]:
+        spec = T.Spec.from_cfg(task, cfg)
+        df, hyps = table3(spec, seed, cfg["n_new"])
+        frames.append(df)
+        samples[task] = (T.prepared(spec).task.test, hyps)
+    return pd.concat(frames, ignore_index=True), samples
+
+
+def robustness_tasks(cfg: dict, seed: int) -> pd.DataFrame:
+    """``robustness`` for every task of ``cfg["tasks"]`` with its ``variants``, ``noise_levels``, ``n_eval``."""
+    return pd.concat([robustness(T.Spec.from_cfg(task, cfg), seed, cfg["variants"], cfg["noise_levels"],
+                                 cfg["n_new"], cfg["n_eval"]) for task in cfg["tasks"]], ignore_index=True)
 
 
 def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:

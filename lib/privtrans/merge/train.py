@@ -22,25 +22,24 @@ Two stages, as in the paper:
    b_0 = γ ⊙ b_d + β, with the teacher's LayerNorm γ, β) and Eq. 8 (C = the teacher's attention
    averaged over training sequences).
 
-``get_model`` caches every trained model under ``build_dir()/cache/merge`` keyed by everything
-that determines it (data, sizes, recipe, seed, and the source of this package and of plain_gpt), so
+``get_model`` keeps every trained model in the book's run cache (``RunCache("merge")``), keyed by
+everything that determines it (data, sizes, recipes, seed, and the source of ``MODEL_CODE``), so
 the chapter's notebooks share them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import json
 import math
+import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from privtrans.book.device import pick_device
+from privtrans.book.runcache import RunCache
 from privtrans.shared.models import plain_gpt
 from privtrans.shared.models.plain_gpt import GPTConfig, TinyGPT, attention_probs, causal_mask, variant_config
 from . import data as D
@@ -371,31 +370,6 @@ def train_student(variant: str, teacher: TinyGPT, prep: Prepared, recipe: Recipe
                        math.isfinite(v) for v in hist["val"]["total"]))
 
 
-# ---------------------------------------------------------------------------------------------
-# cache
-# ---------------------------------------------------------------------------------------------
-
-
-def _code_fingerprint() -> str:
-    h = hashlib.sha256()
-    for mod in (plain_gpt, D, inspect.getmodule(_train)):
-        h.update(inspect.getsource(mod).encode())
-    return h.hexdigest()[:16]
-
-
-def cache_dir():
-    from privtrans.book.paths import build_dir
-
-    d = build_dir() / "cache" / "merge"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def _key(**parts) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
-
-
 @dataclass
 class Spec:
     """Everything that determines a task's models (one per notebook profile)."""
@@ -449,33 +423,46 @@ def prepared(spec: Spec) -> Prepared:
     return _PREP[k]
 
 
-def get_model(spec: Spec, variant: str, seed: int, device=None, use_cache: bool = True) -> Trained:
-    """The teacher (``variant="teacher"``) or a student of ``spec``, from the cache or trained now."""
-    prep = prepared(spec)
-    sd = spec.to_dict()
-    # a model depends on the teacher's recipe and its own only
-    sd = {k: v for k, v in sd.items() if k not in ("teacher", "student", "distill")}
-    sd["recipes"] = [spec.teacher.to_dict()] + ([] if variant == "teacher" else [spec.recipe(variant).to_dict()])
-    key = _key(spec=sd, variant=variant, seed=seed, code=_code_fingerprint())
-    path = cache_dir() / f"{spec.task}-{variant}-{key}.pt"
-    if use_cache and path.is_file():
-        blob = torch.load(path, map_location="cpu", weights_only=False)
-        model = TinyGPT(GPTConfig(**blob["config"]))
-        model.load_state_dict(blob["state"])
-        model.eval()
-        return Trained(model, variant, blob["decoding"], blob["history"], blob["seconds"], True, blob["diverged"])
-    base = base_config(prep, spec.d_model, spec.n_layers, spec.n_heads)
-    if variant == "teacher":
-        out = train_teacher(prep, base, spec.teacher, seed, device)
-    else:
-        teacher = get_model(spec, "teacher", seed, device, use_cache).model
-        out = train_student(variant, teacher, prep, spec.recipe(variant), seed, device)
-    blob = dict(config=out.model.cfg.to_dict(), state=out.model.state_dict(), decoding=out.decoding,
+#: the modules whose source determines a trained model: editing any of them retrains
+MODEL_CODE = (plain_gpt, D, sys.modules[__name__])
+
+
+def run_cache() -> RunCache:
+    """The chapter's trained models, ``_build/cache/merge``, shared by its notebooks."""
+    return RunCache("merge")
+
+
+def _to_blob(out: Trained) -> dict:
+    return dict(config=out.model.cfg.to_dict(), state=out.model.state_dict(), decoding=out.decoding,
                 history=out.history, seconds=out.seconds, diverged=out.diverged)
-    tmp = path.with_suffix(".tmp")
-    torch.save(blob, tmp)
-    tmp.replace(path)
-    return out
+
+
+def _from_blob(variant: str, blob: dict, cached: bool) -> Trained:
+    model = TinyGPT(GPTConfig(**blob["config"]))
+    model.load_state_dict(blob["state"])
+    model.eval()
+    return Trained(model, variant, blob["decoding"], blob["history"], blob["seconds"], cached, blob["diverged"])
+
+
+def get_model(spec: Spec, variant: str, seed: int, device=None) -> Trained:
+    """The teacher (``variant="teacher"``) or a student of ``spec``, from the run cache or trained now.
+
+    The key holds the spec without the recipes that do not train this model (a student depends on
+    the teacher's recipe and its own), the variant, the seed and ``MODEL_CODE``'s source."""
+    sd = {k: v for k, v in spec.to_dict().items() if k not in ("teacher", "student", "distill")}
+    sd["recipes"] = [spec.teacher.to_dict()] + ([] if variant == "teacher" else [spec.recipe(variant).to_dict()])
+
+    def make() -> dict:
+        prep = prepared(spec)
+        base = base_config(prep, spec.d_model, spec.n_layers, spec.n_heads)
+        if variant == "teacher":
+            return _to_blob(train_teacher(prep, base, spec.teacher, seed, device))
+        teacher = get_model(spec, "teacher", seed, device).model
+        return _to_blob(train_student(variant, teacher, prep, spec.recipe(variant), seed, device))
+
+    blob, hit = run_cache().get_or_make(f"{spec.task}-{variant}", {"spec": sd, "variant": variant, "seed": seed},
+                                        make, code=MODEL_CODE)
+    return _from_blob(variant, blob, hit)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,344 @@
+"""What each MERGE notebook records: its experiment's output in, the dict for ``nb.record`` out.
+
+One function per notebook that records values, named after its experiment. Every value that a
+claim in ``data/merge/claims*.yaml`` reads is made here, so the comparisons the claims rest on
+(which variant is fastest, which row is closer to the teacher, what counts as stable) are written
+once and tested on small hand-made tables (``tests/test_merge_readouts.py``).
+
+Missing data never becomes a number. A run or row that the experiment should have produced and did
+not raises ``MissingResult``; a value that cannot be computed from what exists (the metrics of a
+model whose training diverged, a ratio over zero) is None, and so is every aggregate over it: the
+claims engine then reports the claim as not judged.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from . import cost_experiments as C
+from . import quality_experiments as Q
+
+BASE = "crypten"
+BASELINES = ("mpcformer_sf2relu", "mpcformer_sf2quad", "thex")  # softmax/activation substitutes only
+ER_VARIANTS = ("only_er", "merge")
+MM_VARIANTS = ("only_mm", "merge")
+#: the variants whose comparisons the Tables 1-2 claims make
+TABLES12_VARIANTS = (BASE, *BASELINES, "merge", "only_er", "only_mm")
+NONLINEAR = ("Softmax", "Act", "Norm")
+EMBED_GEN = ("Embed", "Gen")
+#: Figure 5: the relative-MSE band where the paper's vanilla curve breaks down ("over 0.05")
+MID_MSE = (0.05, 0.35)
+
+
+class MissingResult(LookupError):
+    """A run or row the experiment should have produced is absent."""
+
+
+# ---------------------------------------------------------------------------------------------
+# small rules used by several readouts
+# ---------------------------------------------------------------------------------------------
+
+
+def _need(have, want, what: str):
+    missing = [w for w in want if w not in set(have)]
+    if missing:
+        raise MissingResult(f"{what}: nothing for {missing} (have {sorted(map(str, set(have)))})")
+
+
+def _num(x) -> float | None:
+    """A float, or None for a missing (None / NaN) value."""
+    return None if x is None or pd.isna(x) else float(x)
+
+
+def _ratio(a, b) -> float | None:
+    a, b = _num(a), _num(b)
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def _max(values) -> float | None:
+    """The max, or None when any value is missing (a missing value could be the max)."""
+    values = list(values)
+    return None if not values or any(v is None for v in values) else max(values)
+
+
+def _min(values) -> float | None:
+    values = list(values)
+    return None if not values or any(v is None for v in values) else min(values)
+
+
+def _all(flags) -> bool | None:
+    """all(), or None when any flag is missing."""
+    flags = list(flags)
+    return None if not flags or any(f is None for f in flags) else all(flags)
+
+
+def _cut(value, base) -> float | None:
+    """1 - value / base: the share of ``base`` that is gone; None when base is 0."""
+    r = _ratio(value, base)
+    return None if r is None else 1 - r
+
+
+def _is_best(values: dict, key: str, best=max) -> bool:
+    """Is ``values[key]`` the best (max or min) of ``values``? Ties count as best."""
+    _need(values, [key], "comparison")
+    return values[key] == best(values.values())
+
+
+def _group(t: pd.DataFrame, row: str, group: str) -> float:
+    """One cell of a per-group table; a group the meter never entered (no column) cost nothing."""
+    _need(t.index, [row], "per-group table")
+    return float(t.loc[row, group]) if group in t.columns else 0.0
+
+
+def _share(t: pd.DataFrame, row: str, groups) -> float:
+    return sum(_group(t, row, g) for g in groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# cost notebooks
+# ---------------------------------------------------------------------------------------------
+
+
+def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
+    """Figure 1 from ``cost_experiments.fig1_shares``: the nonlinear share of the encoder pass and
+    the Embed + Gen share of generation, in time and in bytes."""
+    s, b = shares["seconds"], shares["bytes"]
+    for t in (s, b):
+        _need(t.index, [C.ENCODER, C.GENERATOR], "Figure 1 shares")
+    return dict(
+        enc_time_share_softmax_act_norm=_share(s, C.ENCODER, NONLINEAR),
+        enc_time_share_softmax_act=_share(s, C.ENCODER, ("Softmax", "Act")),
+        gen_time_share_embed_gen=_share(s, C.GENERATOR, EMBED_GEN),
+        gen_byte_share_embed_gen=_share(b, C.GENERATOR, EMBED_GEN),
+        enc_byte_share_embed_gen=_share(b, C.ENCODER, EMBED_GEN),
+        gen_time_shares=s.loc[C.GENERATOR].to_dict(),
+        gen_byte_shares=b.loc[C.GENERATOR].to_dict(),
+    )
+
+
+def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: int,
+                  closed_form: dict, closed_form_encdec: dict,
+                  gpt2_vs_paper: pd.DataFrame, t5_vs_paper: pd.DataFrame) -> dict:
+    """Tables 1-2 from ``cost_experiments.run_jobs`` (rows of both architectures, column ``arch``),
+    the closed-form totals at the measured shapes ({variant: bytes}) and the closed form beside the
+    paper at GPT-2 and T5 (``closed_form_vs_paper``)."""
+    _need(variants, TABLES12_VARIANTS, "Tables 1-2 variants")
+    out = {}
+    for arch, prefix, steps, cf in (("gpt", "", n_new, closed_form), ("encdec", "encdec_", n_new_encdec, closed_form_encdec)):
+        df = runs[runs.arch == arch]
+        _need(df.variant, variants, f"Tables 1-2 runs ({arch})")
+        _need(cf, [BASE, "merge"], f"closed-form totals ({arch})")
+        s = C.summary(df, variants, steps)
+        frac = s["fraction of CrypTen bytes"].to_dict()
+        speed = s["speed-up (loopback)"].to_dict()
+        out[f"{prefix}frac_bytes"] = frac
+        out[f"{prefix}speedup_time"] = speed
+        out[f"{prefix}merge_frac_over_closed_form"] = _ratio(frac["merge"], _ratio(cf["merge"], cf[BASE]))
+        out[f"{prefix}merge_fastest"] = _is_best(speed, "merge", max)
+        if arch == "gpt":
+            out.update(_gpt_cost_rows(df, variants, s, frac, cf))
+        else:
+            out["encdec_rounds_ratio"] = s["rounds ratio CrypTen/variant"].to_dict()
+    out["frac_closed_form_gpt2"] = gpt2_vs_paper["fraction (closed form)"].to_dict()
+    out["frac_closed_form_t5"] = t5_vs_paper["fraction (closed form)"].to_dict()
+    return out
+
+
+def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
+    bytes_t = C.pivot(df, "bytes").loc[variants]
+    secs_t = C.pivot(df, "seconds").loc[variants]
+    if _group(bytes_t, BASE, "Softmax") <= 0:
+        # without this a broken grouping (no Softmax metered anywhere) would read as "MM has no softmax"
+        raise MissingResult("the meter saw no Softmax bytes in CrypTen's run: the operation groups are broken")
+    soft_bytes = {v: _group(bytes_t, v, "Softmax") for v in MM_VARIANTS}
+    soft_secs = {v: _group(secs_t, v, "Softmax") for v in MM_VARIANTS}
+    speed = s["speed-up (loopback)"]
+    return dict(
+        frac_closed_form_tiny={v: _ratio(cf[v], cf[BASE]) for v in cf},
+        embed_cut={v: _cut(_group(bytes_t, v, "Embed"), _group(bytes_t, BASE, "Embed")) for v in ER_VARIANTS},
+        mm_softmax_bytes=soft_bytes,
+        mm_softmax_seconds=soft_secs,
+        mm_softmax_total=sum(soft_bytes.values()) + sum(soft_secs.values()),
+        baselines_same_embed_linear=all(_group(bytes_t, v, g) == _group(bytes_t, BASE, g)
+                                        for v in BASELINES for g in ("Embed", "Linear")),
+        speedup_lan_model=s["speed-up (LAN model)"].to_dict(),
+        rounds_per_token=s["rounds/token"].to_dict(),
+        merge_fewest_bytes=_is_best(frac, "merge", min),
+        baselines_max_speedup=max(float(speed[v]) for v in BASELINES),
+    )
+
+
+def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_length: pd.DataFrame,
+                 saved: pd.DataFrame) -> dict:
+    """Figure 4 from the sweep runs (``run_jobs`` rows with ``sweep`` = "length" | "layers"), the
+    closed-form length table (``closed_form_length_table``) and ``bytes_saved_at_length``."""
+    length = runs[(runs.sweep == "length") & (runs.group == "Total")]
+    for n in n_news:
+        _need(length[length.n_new == n].variant, [BASE, "merge"], f"Figure 4 length sweep at {n} tokens")
+    r = C.length_ratios(runs).set_index("generated tokens")
+    n_lo, n_hi = min(n_news), max(n_news)
+    embed = C.embed_bytes(runs)
+    er_embed = {}
+    for v in (v for v in ER_VARIANTS if v in variants):
+        _need(embed.index, [(v, n) for n in n_news], f"Figure 4 Embed bytes of {v}")
+        er_embed[v] = [float(embed[(v, n)]) for n in sorted(n_news)]
+    depth = C.depth_table(runs)
+    gap = depth["CrypTen KiB"] - depth["ER+MM KiB"]
+    cf = closed_form_length.sort_index()
+    by_count = saved.set_index("count")["bytes saved by ER+MM"]
+    _need(by_count.index, [C.WITH_ARGMAX, C.WITHOUT_ARGMAX], "length-64 byte saving")
+    return dict(
+        speedup_short=float(r.loc[n_lo, "time speed-up ER+MM"]),
+        speedup_long=float(r.loc[n_hi, "time speed-up ER+MM"]),
+        rounds_ratio_short=float(r.loc[n_lo, "rounds ratio CrypTen/ER+MM"]),
+        rounds_ratio_long=float(r.loc[n_hi, "rounds ratio CrypTen/ER+MM"]),
+        bytes_fraction_by_length=dict(zip(map(str, r.index), r["bytes fraction ER+MM"])),
+        # None when no ER variant ran: nothing to judge, not "flat"
+        er_embed_flat=all(len(set(x)) == 1 for x in er_embed.values()) if er_embed else None,
+        depth_speedup=dict(zip(map(str, depth.layers), depth["time speed-up"])),
+        depth_gap_bytes_grows=bool(gap.is_monotonic_increasing) if len(gap) > 1 else None,
+        closed_form_fraction_by_length=dict(zip(map(str, cf.index), cf["ER+MM fraction"])),
+        closed_form_fraction_longest=float(cf["ER+MM fraction"].iloc[-1]),
+        len64_saved_with_argmax=float(by_count[C.WITH_ARGMAX]),
+        len64_saved_without_argmax=float(by_count[C.WITHOUT_ARGMAX]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# quality notebooks
+# ---------------------------------------------------------------------------------------------
+
+
+def fig6_retraining(runs: dict, teacher, task: str) -> dict:
+    """Figure 6 from the re-trained runs ({variant: ``train.Trained``}) and the teacher."""
+    _need(runs, ["merge"], "Figure 6 runs")
+    rows = {v: Q.retraining_summary(r) for v, r in runs.items()}
+    teacher_ce = teacher.history["val"]["ce"][-1]
+    # the architecture swap: validation CE right after the student is built from the teacher (step 0)
+    # against the teacher's own final validation CE
+    swap = {v: _ratio(r.history["val"]["ce"][0], teacher_ce) for v, r in runs.items()}
+    m = rows["merge"]
+    return dict(runs=rows, task=task, swap_ce_jump=swap, teacher_val_ce=teacher_ce,
+                merge_converged=m["converged"], merge_stable=m["stable"],
+                merge_val_ratio=m["val_end_over_start"], merge_val_rises_initially=m["val_rises_initially"])
+
+
+TEACHER, ER_NO_TRAIN, SF2RELU, MERGE = "GPT (teacher)", "+ER (no train)", "+MPCformer (sf2relu)", "+MERGE (ours)"
+ONLY_ER, ONLY_MM = "+MERGE only ER", "+MERGE only MM"
+OOT_CANDIDATES = ("+MPCformer (sf2quad)", "+THE-X")
+
+
+def _table3_value(table: pd.DataFrame, task: str, model: str, metric: str) -> float | None:
+    """A row's metric; the row must exist, its value is None when the model diverged (NaN)."""
+    row = table[(table.task == task) & (table.model == model)]
+    if row.empty:
+        raise MissingResult(f"Table 3 has no row {model!r} for task {task!r}")
+    return _num(row[metric].iloc[0])
+
+
+def _closer(table, task, a, b, metric="chrF++") -> bool | None:
+    """Is row ``a`` closer to the teacher than row ``b`` (absolute difference of ``metric``)?"""
+    t, va, vb = (_table3_value(table, task, m, metric) for m in (TEACHER, a, b))
+    return None if None in (t, va, vb) else abs(va - t) < abs(vb - t)
+
+
+def _table3_task(table: pd.DataFrame, task: str) -> dict:
+    val = lambda model, metric: _table3_value(table, task, model, metric)  # noqa: E731
+    rows = table[table.task == task]
+    merge_bert, sf2relu_bert = val(MERGE, "BERTScore-proxy"), val(SF2RELU, "BERTScore-proxy")
+    merge_chrf, er_chrf = val(MERGE, "chrF++"), val(ER_NO_TRAIN, "chrF++")
+    return {
+        "metrics": {m: {label: val(label, m) for label, _, _ in Q.TABLE3_ROWS} for m in Q.METRIC_ORDER},
+        "status": dict(zip(rows.model, rows.status)),
+        # a teacher at chrF++ 0 leaves nothing to collapse: the ratio is undefined, not 0
+        "er_no_train_chrf_ratio": _ratio(er_chrf, val(TEACHER, "chrF++")),
+        "merge_minus_sf2relu_bertproxy": None if None in (merge_bert, sf2relu_bert) else merge_bert - sf2relu_bert,
+        "merge_over_sf2relu_chrf": _ratio(merge_chrf, val(SF2RELU, "chrF++")),
+        "merge_beats_er_no_train": None if None in (merge_chrf, er_chrf) else merge_chrf > er_chrf,
+        "only_er_closer_than_merge": _closer(table, task, ONLY_ER, MERGE),
+        "only_mm_closer_than_merge": _closer(table, task, ONLY_MM, MERGE),
+    }
+
+
+def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
+    """Table 3 from ``quality_experiments.table3_tasks`` (one row per task and model; NaN metrics
+    for a model whose training diverged). An aggregate over tasks is None when any task's value is
+    missing: a diverged or absent MPCformer row leaves the MERGE-vs-MPCformer gap unjudged."""
+    _need(table.task, tasks, "Table 3 tasks")
+    rec = {task: _table3_task(table, task) for task in tasks}
+    gaps = [None if r["merge_minus_sf2relu_bertproxy"] is None else -r["merge_minus_sf2relu_bertproxy"]
+            for r in rec.values()]
+    return dict(
+        per_task=rec,
+        tasks=list(tasks),
+        max_er_no_train_chrf_ratio=_max(r["er_no_train_chrf_ratio"] for r in rec.values()),
+        max_merge_gap_bertproxy=_max(gaps),
+        min_merge_over_sf2relu_chrf=_min(r["merge_over_sf2relu_chrf"] for r in rec.values()),
+        merge_beats_er_no_train_all=_all(r["merge_beats_er_no_train"] for r in rec.values()),
+        # a pair that cannot be compared (a diverged row) does not count as closer
+        n_single_closer=sum(r[k] is True for r in rec.values()
+                            for k in ("only_er_closer_than_merge", "only_mm_closer_than_merge")),
+        n_single_pairs=2 * len(rec),
+        sf2quad_or_thex_failed=any(r["status"][m] == "diverged" for r in rec.values() for m in OOT_CANDIDATES),
+    )
+
+
+def _noise_readout(g: pd.DataFrame, metric: str) -> dict:
+    clean, noisy = _num(g[metric].iloc[0]), _num(g[metric].iloc[-1])
+    mid = g[(g.rel_mse >= MID_MSE[0]) & (g.rel_mse <= MID_MSE[1])]
+    drop = None if None in (clean, noisy) else clean - noisy
+    return {"clean": clean, "max_noise": noisy, "drop": drop,
+            # a model already at 0 has nothing to lose: its relative drop is undefined, not 0
+            "rel_drop": _ratio(drop, clean),
+            "mid_mean": _num(mid[metric].mean()) if len(mid) else None}
+
+
+def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
+                         metrics=("chrF++", "ROUGE-L")) -> dict:
+    """Figure 5 from ``quality_experiments.robustness_tasks``: per task, model and metric the clean
+    score, the score at the largest noise, the (relative) drop and the mean over ``MID_MSE``; and
+    how many noise-trained (task, model) pairs lose a smaller share of chrF++ than the teacher."""
+    _need(variants, ["teacher"], "Figure 5 variants")
+    rec = {}
+    for t in tasks:
+        rec[t] = {}
+        for v in variants:
+            g = sweep[(sweep.task == t) & (sweep.variant == v)].sort_values("noise")
+            if g.empty or g.noise.iloc[0] != 0:
+                raise MissingResult(f"Figure 5 has no noise-free run of {v!r} on {t!r}")
+            rec[t][v] = {m: _noise_readout(g, m) for m in metrics}
+
+    def more_robust(t, v, m="chrF++"):
+        a, b = rec[t][v][m]["rel_drop"], rec[t]["teacher"][m]["rel_drop"]
+        return None if None in (a, b) else a < b
+
+    trained = [(t, v) for t in tasks for v in variants if v != "teacher"]
+    mid = lambda t, v: rec[t][v]["chrF++"]["mid_mean"]  # noqa: E731
+    return dict(
+        readout=rec,
+        teacher_rel_drop_chrf={t: rec[t]["teacher"]["chrF++"]["rel_drop"] for t in tasks},
+        # a pair whose drop is undefined does not count as more robust
+        n_er_trained_more_robust=sum(more_robust(t, v) is True for t, v in trained),
+        n_er_trained=len(trained),
+        only_er_mid_ge_teacher={t: None if None in (mid(t, "only_er"), mid(t, "teacher"))
+                                else mid(t, "only_er") >= mid(t, "teacher") for t in tasks}
+        if "only_er" in variants else {},
+    )
+
+
+def private_generation(results: dict, cost: pd.DataFrame, n_new: int) -> dict:
+    """The private-generation check from ``private.private_vs_plain`` and ``private.cost_table``."""
+    if not results:
+        raise MissingResult("private generation returned no model")
+    per = cost.set_index("model")
+    both = {BASE, "merge"} <= set(per.index)
+    return dict(
+        token_match={v: r["match"] for v, r in results.items()},
+        min_token_match=min(r["match"] for r in results.values()),
+        ranks_agree=all(r["ranks_agree"] for r in results.values()),
+        n_prompts=len(next(iter(results.values()))["private"]), n_new=n_new,
+        private_ids={v: r["private"] for v, r in results.items()},
+        cost=per.to_dict(),
+        merge_round_ratio=_ratio(per.loc[BASE, "rounds"], per.loc["merge", "rounds"]) if both else None,
+        merge_byte_ratio=_ratio(per.loc[BASE, "MiB"], per.loc["merge", "MiB"]) if both else None,
+    )

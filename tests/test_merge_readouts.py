@@ -1,0 +1,426 @@
+"""The MERGE readouts on small hand-made tables (no training, no MPC): the values the claims read,
+the cases that must make a claim fail, and missing data that must never pass as a number.
+
+Where a case decides a claim, the test runs the claim's own predicate from data/merge/claims*.yaml
+on what the readout returns, as the book does after recording it."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privtrans.book import claims
+from privtrans.book.session import _jsonable
+from privtrans.merge import cost_experiments as C
+from privtrans.merge import quality_experiments as Q
+from privtrans.merge import readouts as R
+from privtrans.merge.train import Trained
+from privtrans.shared.models.plain_gpt import VARIANTS
+
+CLAIMS = {c["id"]: c for c in claims.load("merge")["claims"]}
+
+
+def verdict(claim_id: str, values: dict, profile: str = "ci"):
+    """(held, value) of one claim on a readout's output, recorded as the notebook records it."""
+    c = CLAIMS[claim_id]
+    (row,) = claims.evaluate("merge", {"claims": [c]},
+                             {c["notebook"]: {"profile": profile, "values": _jsonable(values)}}, profile)
+    return row["held"], row["value"]
+
+
+# ---------------------------------------------------------------------------------------------
+# cost fixtures: rows as cost_experiments.run_jobs makes them
+# ---------------------------------------------------------------------------------------------
+
+
+def run_rows(job: int, variant: str, groups: dict, arch="gpt", n_new=4, sweep=None, layers=1, kind="generate"):
+    """One run: {group: (bytes, seconds, rounds)} plus its Total row."""
+    rows = [dict(job=job, kind=kind, variant=variant, n_new=n_new, sweep=sweep, arch=arch, layers=layers,
+                 group=g, bytes=b, seconds=s, rounds=r, calls=1) for g, (b, s, r) in groups.items()]
+    tot = {k: sum(x[k] for x in rows) for k in ("bytes", "seconds", "rounds")}
+    rows.append(dict(rows[0], group="Total", calls=len(rows), **tot))
+    return rows
+
+
+def frame(rows) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    df["net_seconds"] = C.modelled_time(df["bytes"], df["rounds"])
+    return df
+
+
+#: per variant: Embed, Linear, Softmax (absent for MM), Gen, as (bytes, seconds, rounds)
+TABLES12 = {
+    "crypten": {"Embed": (1000, 4.0, 4), "Linear": (3000, 3.0, 8), "Softmax": (800, 4.0, 40), "Gen": (1000, 3.0, 20)},
+    "mpcformer_sf2relu": {"Embed": (1000, 4.0, 4), "Linear": (3000, 3.0, 8), "Softmax": (500, 2.0, 10), "Gen": (1000, 3.0, 20)},
+    "mpcformer_sf2quad": {"Embed": (1000, 4.0, 4), "Linear": (3000, 3.0, 8), "Softmax": (400, 1.5, 8), "Gen": (1000, 3.0, 20)},
+    "thex": {"Embed": (1000, 4.0, 4), "Linear": (3000, 3.0, 8), "Softmax": (300, 1.0, 6), "Gen": (1000, 3.0, 20)},
+    "only_er": {"Embed": (250, 1.0, 1), "Linear": (3000, 3.0, 8), "Softmax": (800, 4.0, 40), "Gen": (1000, 1.0, 5)},
+    "only_mm": {"Embed": (1000, 4.0, 4), "Linear": (2250, 2.0, 8), "Gen": (1000, 3.0, 20)},
+    "merge": {"Embed": (250, 1.0, 1), "Linear": (2250, 2.0, 8), "Gen": (700, 1.0, 5)},
+}
+
+
+def tables12_runs(gpt=TABLES12, encdec=TABLES12):
+    rows, job = [], 0
+    for arch, spec in (("gpt", gpt), ("encdec", encdec)):
+        for v, groups in spec.items():
+            rows += run_rows(job, v, groups, arch=arch)
+            job += 1
+    return frame(rows)
+
+
+def tables12(runs=None, variants=VARIANTS, **kw):
+    cf = {v: sum(b for b, _, _ in TABLES12[v].values()) for v in variants}  # closed form = measured
+    side = pd.DataFrame({"fraction (closed form)": [0.9] * len(variants)}, index=list(variants))
+    side.loc["merge"] = 0.4
+    args = dict(closed_form=cf, closed_form_encdec=cf, gpt2_vs_paper=side, t5_vs_paper=side)
+    args.update(kw)
+    return R.tables12_cost(tables12_runs() if runs is None else runs, list(variants), 4, 4, **args)
+
+
+def test_tables12_values():
+    out = tables12()
+    total = {v: sum(b for b, _, _ in g.values()) for v, g in TABLES12.items()}
+    assert out["frac_bytes"]["merge"] == pytest.approx(total["merge"] / total["crypten"])
+    assert out["merge_frac_over_closed_form"] == pytest.approx(1.0)
+    assert out["embed_cut"] == {"only_er": 0.75, "merge": 0.75}
+    assert out["mm_softmax_total"] == 0  # MM variants never entered Softmax
+    assert out["baselines_same_embed_linear"] is True
+    assert out["merge_fastest"] and out["merge_fewest_bytes"] and out["encdec_merge_fastest"]
+    assert out["speedup_time"]["merge"] == pytest.approx(14.0 / 4.0)
+    assert out["baselines_max_speedup"] == pytest.approx(14.0 / 11.0)  # thex: 4 + 3 + 1 + 3 s
+    assert out["rounds_per_token"]["crypten"] == pytest.approx(72 / 4)
+    for cid in ("t1_merge_fastest", "t2_merge_fewest_bytes", "t1_mm_no_softmax", "t2_baselines_only_cut_softmax",
+                "t1_baselines_small_speedup", "t2_fraction_matches_closed_form", "t2_merge_fraction_closed_form_gpt2"):
+        assert verdict(cid, out)[0] is True, cid
+
+
+def test_tables12_merge_not_fastest_fails_the_claim():
+    slow = {**TABLES12, "only_er": {g: (b, s / 10, r) for g, (b, s, r) in TABLES12["only_er"].items()}}
+    out = tables12(tables12_runs(gpt=slow, encdec=slow))
+    assert not out["merge_fastest"] and not out["encdec_merge_fastest"]
+    assert verdict("t1_merge_fastest", out)[0] is False
+    assert verdict("t1_t5_merge_fastest", out)[0] is False
+
+
+def test_tables12_merge_not_fewest_bytes_and_baseline_linear_change_fail():
+    cheap = {**TABLES12, "thex": {**TABLES12["thex"], "Linear": (100, 3.0, 8)}}
+    out = tables12(tables12_runs(gpt=cheap))
+    assert not out["merge_fewest_bytes"] and not out["baselines_same_embed_linear"]
+    assert verdict("t2_merge_fewest_bytes", out)[0] is False
+    assert verdict("t2_baselines_only_cut_softmax", out)[0] is False
+
+
+def test_tables12_mm_softmax_cost_fails_the_claim():
+    soft = {**TABLES12, "merge": {**TABLES12["merge"], "Softmax": (10, 0.1, 1)}}
+    out = tables12(tables12_runs(gpt=soft))
+    assert out["mm_softmax_total"] > 0 and verdict("t1_mm_no_softmax", out)[0] is False
+
+
+def test_tables12_missing_data_raises():
+    # a variant that did not run
+    runs = tables12_runs()
+    with pytest.raises(R.MissingResult, match="only_mm"):
+        tables12(runs[~((runs.variant == "only_mm") & (runs.arch == "encdec"))])
+    # a profile without a variant a claim compares
+    with pytest.raises(R.MissingResult, match="thex"):
+        tables12(variants=[v for v in VARIANTS if v != "thex"])
+    # no Softmax metered anywhere: "MM has no softmax" must not pass by default
+    no_soft = {v: {g: x for g, x in groups.items() if g != "Softmax"} for v, groups in TABLES12.items()}
+    with pytest.raises(R.MissingResult, match="Softmax"):
+        tables12(tables12_runs(gpt=no_soft))
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 1
+# ---------------------------------------------------------------------------------------------
+
+
+def fig1_runs(enc_softmax_s=6.0):
+    enc = {"Embed": (100, 0.5, 1), "Linear": (400, 2.0, 4), "Softmax": (300, enc_softmax_s, 20),
+           "Norm": (100, 1.0, 40), "Act": (100, 0.5, 4)}
+    gen = {"Embed": (500, 2.0, 4), "Linear": (400, 2.0, 4), "Softmax": (100, 1.0, 8), "Gen": (500, 5.0, 20)}
+    return frame(run_rows(0, "crypten", enc, kind="encode") + run_rows(1, "crypten", gen))
+
+
+def test_fig1_shares_and_claim():
+    out = R.fig1_time_breakdown(C.fig1_shares(fig1_runs()))
+    assert out["enc_time_share_softmax_act_norm"] == pytest.approx(7.5 / 10)
+    assert out["gen_byte_share_embed_gen"] == pytest.approx(1000 / 1500)
+    assert out["enc_byte_share_embed_gen"] == pytest.approx(100 / 1000)  # the encoder has no Gen group
+    assert sum(out["gen_time_shares"].values()) == pytest.approx(1.0)
+    assert verdict("fig1_encoder_nonlinear_dominates", out)[0] is True
+    # an encoder dominated by its linear layers fails the claim
+    out = R.fig1_time_breakdown(C.fig1_shares(fig1_runs(enc_softmax_s=0.1)))
+    assert verdict("fig1_encoder_nonlinear_dominates", out)[0] is False
+
+
+def test_fig1_missing_run_raises():
+    shares = C.fig1_shares(fig1_runs())
+    with pytest.raises(R.MissingResult, match="encoder"):
+        R.fig1_time_breakdown({k: t.drop(index=C.ENCODER) for k, t in shares.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 4
+# ---------------------------------------------------------------------------------------------
+
+N_NEWS, LAYERS = [2, 8], [1, 2]
+
+
+def fig4_runs(er_embed_grows=False, drop=None):
+    rows, job = [], 0
+    for n in N_NEWS:
+        for v in ("crypten", "only_er", "merge"):
+            er = v != "crypten"
+            per_token = not er or er_embed_grows  # ER embeds the prefix once, not every token
+            groups = {"Embed": (100 * (n if per_token else 1), 0.1 * n, n if per_token else 1),
+                      "Linear": (400 * n, (0.2 if er else 0.5) * n * n, (2 if er else 10) * n)}
+            if (v, n) != drop:
+                rows += run_rows(job, v, groups, n_new=n, sweep="length")
+            job += 1
+    for L in LAYERS:
+        for v in ("crypten", "merge"):
+            rows += run_rows(job, v, {"Linear": (1000 * L * (1 if v == "crypten" else 0.5), 2.0 * L, 4 * L)},
+                             n_new=2, sweep="layers", layers=L)
+            job += 1
+    return frame(rows)
+
+
+def fig4(runs=None, variants=("crypten", "only_er", "merge")):
+    cfl = pd.DataFrame({"ER+MM fraction": [0.5, 0.4, 0.3]}, index=pd.Index([512, 64, 128], name="x"))
+    saved = pd.DataFrame({"count": [C.WITH_ARGMAX, C.WITHOUT_ARGMAX], "bytes saved by ER+MM": [0.7, 0.9]})
+    return R.fig4_scaling(fig4_runs() if runs is None else runs, list(variants), N_NEWS, cfl, saved)
+
+
+def test_fig4_values_and_claims():
+    out = fig4()
+    # rounds: CrypTen 11 per token, ER+MM 1 + 2 per token: the ratio grows with the length
+    assert out["rounds_ratio_long"] > out["rounds_ratio_short"]
+    assert out["speedup_long"] > out["speedup_short"]
+    assert out["er_embed_flat"] is True
+    assert out["closed_form_fraction_longest"] == 0.5  # the longest length, not the last row
+    assert out["len64_saved_with_argmax"] == 0.7 and out["len64_saved_without_argmax"] == 0.9
+    assert out["depth_gap_bytes_grows"] is True
+    for cid in ("fig4_speedup_grows_with_length", "fig4_er_embed_flat", "len64_bytes_saved"):
+        assert verdict(cid, out)[0] is True, cid
+    assert verdict("fig4_bytes_cut_at_512", out)[0] is False  # 0.5 > 0.3
+
+
+def test_fig4_growing_embed_fails_and_missing_runs_raise():
+    out = fig4(fig4_runs(er_embed_grows=True))
+    assert out["er_embed_flat"] is False and verdict("fig4_er_embed_flat", out)[0] is False
+    # an ER run that did not happen is not "flat"
+    with pytest.raises(R.MissingResult, match="only_er"):
+        fig4(fig4_runs(drop=("only_er", 8)))
+    with pytest.raises(R.MissingResult, match="merge"):
+        fig4(fig4_runs(drop=("merge", 2)))
+    # no ER variant in the profile: nothing to judge, and the claim does not hold by default
+    out = fig4(variants=("crypten",))
+    assert out["er_embed_flat"] is None and verdict("fig4_er_embed_flat", out)[0] is not True
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 6
+# ---------------------------------------------------------------------------------------------
+
+
+def trained(variant, val_total, val_ce=None, diverged=False):
+    steps = list(range(0, 10 * len(val_total), 10))
+    hist = {"step": list(range(1, 31)), "train": {"total": list(np.linspace(2, 1, 30))},
+            "val_step": steps, "val": {"total": list(val_total), "ce": list(val_ce or val_total)}}
+    return Trained(model=None, variant=variant, decoding="er", history=hist, diverged=diverged)
+
+
+def test_fig6_values_and_claims():
+    teacher = trained("teacher", [5.0, 2.0, 1.0])
+    runs = {"merge": trained("merge", [3.0, 3.3, 2.0, 1.2], val_ce=[2.0, 2.2, 1.5, 1.0]),
+            "only_er": trained("only_er", [2.0, 1.5, 1.0])}
+    out = R.fig6_retraining(runs, teacher, "acts")
+    m = out["runs"]["merge"]
+    assert m["converged"] and m["stable"] and m["val_rises_initially"]
+    assert out["merge_val_ratio"] == pytest.approx(0.4)
+    assert out["swap_ce_jump"]["merge"] == pytest.approx(2.0)
+    assert verdict("fig6_retraining_converges", out)[0] is True
+    assert verdict("fig6_swap_raises_val_loss", out)[0] is True
+
+
+def test_fig6_unstable_or_diverged_fails():
+    teacher = trained("teacher", [5.0, 2.0, 1.0])
+    # a jump above STABLE_JUMP x the running minimum after the start
+    jump = 1.01 * Q.STABLE_JUMP * 1.0
+    out = R.fig6_retraining({"merge": trained("merge", [3.0, 1.0, jump, 0.9])}, teacher, "acts")
+    assert out["merge_stable"] is False and verdict("fig6_retraining_converges", out)[0] is False
+    out = R.fig6_retraining({"merge": trained("merge", [3.0, 1.0, 0.9], diverged=True)}, teacher, "acts")
+    assert out["merge_converged"] is False and verdict("fig6_retraining_converges", out)[0] is False
+    with pytest.raises(R.MissingResult, match="merge"):
+        R.fig6_retraining({"only_er": trained("only_er", [2.0, 1.0, 0.5])}, teacher, "acts")
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 3
+# ---------------------------------------------------------------------------------------------
+
+#: per row: (BERTScore-proxy, chrF++); None = the model diverged (NaN metrics)
+TABLE3 = {"GPT (teacher)": (0.90, 40.0), "+ER (no train)": (0.50, 4.0), "+MPCformer (sf2relu)": (0.92, 38.0),
+          "+MPCformer (sf2quad)": (0.91, 37.0), "+THE-X": (0.90, 36.0), "+MERGE (ours)": (0.89, 30.0),
+          "+MERGE only ER": (0.90, 39.0), "+MERGE only MM": (0.90, 35.0)}
+
+
+def table3_frame(per_task: dict) -> pd.DataFrame:
+    rows = []
+    for task, spec in per_task.items():
+        for label, _, _ in Q.TABLE3_ROWS:
+            if label not in spec:
+                continue
+            bert, chrf = spec[label] if spec[label] is not None else (np.nan, np.nan)
+            rows.append({"task": task, "model": label, "status": "diverged" if spec[label] is None else "trained",
+                         **{m: 0.5 for m in Q.METRIC_ORDER}, "BERTScore-proxy": bert, "chrF++": chrf})
+    return pd.DataFrame(rows)
+
+
+def test_table3_values_and_claims():
+    out = R.table3_quality(table3_frame({"acts": TABLE3, "chat": TABLE3}), ["acts", "chat"])
+    assert out["max_er_no_train_chrf_ratio"] == pytest.approx(0.1)
+    assert out["max_merge_gap_bertproxy"] == pytest.approx(0.03)
+    assert out["merge_beats_er_no_train_all"] is True
+    assert out["n_single_closer"] == 4 and out["n_single_pairs"] == 4
+    assert out["sf2quad_or_thex_failed"] is False
+    for cid in ("table3_er_without_training_collapses", "table3_merge_close_to_mpcformer",
+                "table3_merge_recovers_from_er", "table3_single_changes_closer"):
+        assert verdict(cid, out)[0] is True, cid
+    assert verdict("table3_sf2quad_thex_fail_to_train", out)[0] is False
+
+
+def test_table3_merge_far_from_mpcformer_fails():
+    far = {**TABLE3, "+MERGE (ours)": (0.80, 30.0)}
+    out = R.table3_quality(table3_frame({"acts": TABLE3, "chat": far}), ["acts", "chat"])
+    assert out["max_merge_gap_bertproxy"] == pytest.approx(0.12)
+    assert verdict("table3_merge_close_to_mpcformer", out)[0] is False
+
+
+def test_table3_diverged_mpcformer_is_never_a_gap_of_zero():
+    # the bug this readout fixes: a diverged (or absent) MPCformer row was read as a gap of 0, so the
+    # claim held without testing anything; now the gap is unknown and the claim is not held
+    diverged = {**TABLE3, "+MPCformer (sf2relu)": None, "+THE-X": None}
+    out = R.table3_quality(table3_frame({"acts": TABLE3, "chat": diverged}), ["acts", "chat"])
+    assert out["per_task"]["chat"]["merge_minus_sf2relu_bertproxy"] is None
+    assert out["max_merge_gap_bertproxy"] is None
+    assert out["min_merge_over_sf2relu_chrf"] is None
+    assert out["sf2quad_or_thex_failed"] is True
+    assert verdict("table3_merge_close_to_mpcformer", out)[0] is not True
+    # a row missing from the table altogether is an error, not a pass
+    absent = {k: v for k, v in TABLE3.items() if k != "+MPCformer (sf2relu)"}
+    with pytest.raises(R.MissingResult, match="sf2relu"):
+        R.table3_quality(table3_frame({"acts": absent}), ["acts"])
+    with pytest.raises(R.MissingResult, match="chat"):
+        R.table3_quality(table3_frame({"acts": TABLE3}), ["acts", "chat"])
+
+
+def test_table3_teacher_at_zero_leaves_the_collapse_untested():
+    # a teacher that generates nothing useful (chrF++ 0) cannot show a collapse: ratio None, not 0
+    floor = {**TABLE3, "GPT (teacher)": (0.0, 0.0), "+ER (no train)": (0.0, 0.0)}
+    out = R.table3_quality(table3_frame({"acts": floor}), ["acts"])
+    assert out["max_er_no_train_chrf_ratio"] is None
+    assert verdict("table3_er_without_training_collapses", out)[0] is False
+    # a diverged MERGE: not counted as beating anything, and not closer-or-farther either
+    out = R.table3_quality(table3_frame({"acts": {**TABLE3, "+MERGE (ours)": None}}), ["acts"])
+    assert out["merge_beats_er_no_train_all"] is None and out["n_single_closer"] == 0
+    assert verdict("table3_merge_recovers_from_er", out)[0] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 5
+# ---------------------------------------------------------------------------------------------
+
+LEVELS = [0.0, 0.5, 1.0, 1.5]  # rel_mse = level^2 / 3: 0, 0.083, 0.33, 0.75
+
+
+def fig5_sweep(curves: dict) -> pd.DataFrame:
+    """curves: {(task, variant): chrF++ per level}; ROUGE-L = chrF++ / 100."""
+    rows = []
+    for (task, v), ys in curves.items():
+        for lvl, y in zip(LEVELS, ys):
+            rows.append({"task": task, "variant": v, "noise": lvl, "rel_mse": lvl**2 / 3, "chrF++": y, "ROUGE-L": y / 100})
+    return pd.DataFrame(rows)
+
+
+def test_fig5_values_and_claim():
+    curves = {("chat", "teacher"): [40, 30, 10, 4], ("chat", "merge"): [30, 28, 25, 20],
+              ("chat", "only_er"): [38, 36, 30, 25]}
+    out = R.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["teacher", "only_er", "merge"])
+    t = out["readout"]["chat"]["teacher"]["chrF++"]
+    assert t["rel_drop"] == pytest.approx(0.9) and t["drop"] == 36
+    assert t["mid_mean"] == pytest.approx(20.0)  # levels 0.5 and 1.0 lie in MID_MSE
+    assert out["n_er_trained_more_robust"] == 2 and out["n_er_trained"] == 2
+    assert out["only_er_mid_ge_teacher"] == {"chat": True}
+    assert verdict("fig5_er_training_resists_noise", out)[0] is True
+
+
+def test_fig5_less_robust_or_zero_clean_fails():
+    curves = {("chat", "teacher"): [40, 30, 20, 20], ("chat", "merge"): [30, 10, 5, 3],
+              ("chat", "only_er"): [0, 0, 0, 0]}
+    out = R.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["teacher", "only_er", "merge"])
+    # merge loses more; only-ER at 0 has no relative drop (None), which must not count as robust
+    assert out["readout"]["chat"]["only_er"]["chrF++"]["rel_drop"] is None
+    assert out["n_er_trained_more_robust"] == 0
+    assert verdict("fig5_er_training_resists_noise", out)[0] is False
+
+
+def test_fig5_missing_runs_raise():
+    curves = {("chat", "teacher"): [40, 30, 20, 20], ("chat", "merge"): [30, 10, 5, 3]}
+    with pytest.raises(R.MissingResult, match="only_er"):
+        R.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["teacher", "only_er", "merge"])
+    with pytest.raises(R.MissingResult, match="teacher"):
+        R.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["merge"])
+    noisy_only = fig5_sweep(curves)
+    with pytest.raises(R.MissingResult, match="noise-free"):
+        R.fig5_embedding_noise(noisy_only[noisy_only.noise > 0], ["chat"], ["teacher", "merge"])
+
+
+# ---------------------------------------------------------------------------------------------
+# private generation
+# ---------------------------------------------------------------------------------------------
+
+
+def private_results(merge_match=1.0):
+    res = {"crypten": {"match": 1.0, "ranks_agree": True, "private": [[5, 6]], "plain": [[5, 6]]},
+           "merge": {"match": merge_match, "ranks_agree": True, "private": [[7, 8]], "plain": [[7, 8]]}}
+    cost = pd.DataFrame({"model": ["crypten", "merge"], "seconds": [4.0, 1.0], "rounds": [400.0, 100.0],
+                         "MiB": [8.0, 2.0]})
+    return res, cost
+
+
+def test_private_generation_values_and_claims():
+    res, cost = private_results()
+    out = R.private_generation(res, cost, n_new=2)
+    assert out["merge_round_ratio"] == 4.0 and out["merge_byte_ratio"] == 4.0
+    assert out["min_token_match"] == 1.0 and out["ranks_agree"] and out["n_prompts"] == 1
+    assert verdict("private_generation_same_tokens", out)[0] is True
+    assert verdict("private_generation_merge_fewer_rounds", out)[0] is True
+    res, cost = private_results(merge_match=0.5)
+    assert verdict("private_generation_same_tokens", R.private_generation(res, cost, 2))[0] is False
+
+
+def test_private_generation_missing_model():
+    res, cost = private_results()
+    out = R.private_generation({"crypten": res["crypten"]}, cost[cost.model == "crypten"], 2)
+    assert out["merge_round_ratio"] is None
+    assert verdict("private_generation_merge_fewer_rounds", out)[0] is not True
+    with pytest.raises(R.MissingResult):
+        R.private_generation({}, cost, 2)
+
+
+def test_every_claim_reads_a_readout_key():
+    """Each value a merge claim reads is a key that some readout returns."""
+    keys = set()
+    keys |= set(tables12()) | set(fig4()) | set(R.fig1_time_breakdown(C.fig1_shares(fig1_runs())))
+    keys |= set(R.fig6_retraining({"merge": trained("merge", [3.0, 2.0, 1.0])}, trained("teacher", [2.0, 1.0]), "acts"))
+    keys |= set(R.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]))
+    keys |= set(R.fig5_embedding_noise(fig5_sweep({("chat", "teacher"): [1, 1, 1, 1]}), ["chat"], ["teacher"]))
+    keys |= set(R.private_generation(*private_results(), 2))
+    for c in CLAIMS.values():
+        for expr in (c["value"], c["predicate"]):
+            for name in re.findall(rf"{c['notebook']}\.(\w+)", expr):
+                assert name in keys, f"{c['id']} reads {c['notebook']}.{name}, which no readout returns"
