@@ -287,3 +287,10 @@ def test_a_value_that_could_not_be_computed_is_not_judged_and_says_so(root):
     rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
                            {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
     assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]
+
+
+def test_a_predicate_that_is_none_is_not_judged(root):
+    _write_claims(root, CLAIMS.replace('predicate: "nb1.x > 0"', 'predicate: "nb1.x and nb1.x > 0"'))
+    rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
+                           {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
+    assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]

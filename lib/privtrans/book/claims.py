@@ -98,7 +98,10 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str) ->
         else:
             try:
                 row["value"] = _plain(expression(c["value"], env))
-                held = bool(expression(c["predicate"], env))
+                held = expression(c["predicate"], env)
+                if held is None:  # e.g. `a and b` with a readout's None in front
+                    raise TypeError("the predicate is None ('NoneType' value)")
+                held = bool(held)
             except (AttributeError, KeyError, NameError, TypeError, ValueError, ZeroDivisionError,
                     IndexError, InvalidExpression) as e:
                 row["reason"] = f"cannot evaluate: {type(e).__name__}: {e}"

@@ -254,7 +254,9 @@ def _table3_task(table: pd.DataFrame, task: str) -> dict:
         "er_no_train_chrf_ratio": _ratio(er_chrf, val(TEACHER, "chrF++")),
         "merge_minus_sf2relu_bertproxy": None if None in (merge_bert, sf2relu_bert) else merge_bert - sf2relu_bert,
         "merge_over_sf2relu_chrf": _ratio(merge_chrf, val(SF2RELU, "chrF++")),
-        "merge_beats_er_no_train": None if None in (merge_chrf, er_chrf) else merge_chrf > er_chrf,
+        # a diverged MERGE did not recover (False); a missing ER-without-training row leaves it open (None)
+        "merge_beats_er_no_train": (None if er_chrf is None else False if merge_chrf is None
+                                    else merge_chrf > er_chrf),
         "only_er_closer_than_merge": _closer(table, task, ONLY_ER, MERGE),
         "only_mm_closer_than_merge": _closer(table, task, ONLY_MM, MERGE),
     }
