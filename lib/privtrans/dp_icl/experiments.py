@@ -19,6 +19,19 @@ from .constants import Hyper, high_dim, low_dim, over_param, robustness
 from .noisyhead import initial_gamma, noise_std, noisy_gd, private_features
 from .task import Prompts, Stats, excess_risk_z, features, ridge, sample_prompts, stats, test_mse
 
+# Method labels of the long result frames: the notebooks select rows and the readouts read values by them
+GD = "GD (non-private)"
+DP_RIDGE = "DP-ridge"
+RIDGE_TEST_MSE = "ridge oracle test MSE"
+Y2_TEST = "E[y^2] on test"
+DPSGD_ADD_REMOVE = "DP-SGD (opacus, add/remove)"
+DPSGD_REPLACE_ONE = "DP-SGD (opacus, replace-one: 2z)"
+
+
+def noisyhead(accountant: str = "basic") -> str:
+    """Label of NoisyHead with its noise calibrated by ``accountant`` ('basic' = the paper's)."""
+    return f"NoisyHead ({accountant})"
+
 
 @dataclass
 class Problem:
@@ -73,6 +86,13 @@ def summarise(df: pd.DataFrame, by: list[str], col: str) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- Figure 1 / 5 / Table 1
+def dpsgd_variants(accountant: str, batch_size: int) -> dict[str, dict]:
+    """Figure 5's two DP-SGD runs: opacus' own add/remove-one guarantee, and z doubled for the
+    paper's replace-one adjacency (conservative)."""
+    return {label: dict(accountant=accountant, batch_size=batch_size, replace_one=r)
+            for label, r in ((DPSGD_ADD_REMOVE, False), (DPSGD_REPLACE_ONE, True))}
+
+
 def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_ridge=False,
                  dpsgd: dict | None = None) -> pd.DataFrame:
     """Low-dim NoisyHead (noise from each accountant at the same eps), optional DP-ridge and DP-SGD.
@@ -92,16 +112,16 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
             pr = make_problem(rng, hp, n_test)
             g0 = initial_gamma(rng, pr.d, hp.R)
             base = dict(N=int(N), rep=b, T=hp.T)
-            rows.append(dict(base, method="GD (non-private)", eps=np.nan, excess=gd_excess(pr, g0, hp.T)))
+            rows.append(dict(base, method=GD, eps=np.nan, excess=gd_excess(pr, g0, hp.T)))
             for a, z in zs.items():
                 s = z * hp.sensitivity
                 ex = pr.excess(noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, s, hp.R, g0, rng).gamma)
                 for e, zz, x in zip(eps, z, ex):
-                    rows.append(dict(base, method=f"NoisyHead ({a})", eps=e, z=zz, excess=float(x)))
+                    rows.append(dict(base, method=noisyhead(a), eps=e, z=zz, excess=float(x)))
             if dp_ridge:
                 ex = pr.excess(baselines.dp_ridge(pr.st_priv, hp, eps, delta, rng))
                 for e, x in zip(eps, ex):
-                    rows.append(dict(base, method="DP-ridge", eps=e, excess=float(x)))
+                    rows.append(dict(base, method=DP_RIDGE, eps=e, excess=float(x)))
             for k, v in (dpsgd or {}).items():
                 for e in eps:
                     z = sgd_z[k][float(e)]
@@ -109,10 +129,26 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
                                                delta=delta, batch_size=v.get("batch_size", 256),
                                                accountant=v.get("accountant", "prv"))
                     rows.append(dict(base, method=k, eps=e, z=z, eps_spent=spent, excess=float(pr.excess(g))))
-            rows.append(dict(base, method="ridge oracle test MSE", eps=np.nan,
+            rows.append(dict(base, method=RIDGE_TEST_MSE, eps=np.nan,
                              excess=float(test_mse(pr.gamma_star, pr.Z_test, pr.y_test)[0])))
-            rows.append(dict(base, method="E[y^2] on test", eps=np.nan, excess=float(np.mean(pr.y_test**2))))
+            rows.append(dict(base, method=Y2_TEST, eps=np.nan, excess=float(np.mean(pr.y_test**2))))
     return pd.DataFrame(rows)
+
+
+def dpsgd_ratios(means: pd.DataFrame, accountant: str) -> pd.DataFrame:
+    """Figure 5's comparisons per (N, eps), from the wide table of means (one column per method):
+    paper-calibrated and ``accountant``-calibrated NoisyHead over each DP-SGD variant (<= 1: NoisyHead
+    matches or beats it)."""
+    paper, tight = means[noisyhead("basic")], means[noisyhead(accountant)]
+    return pd.DataFrame({"NoisyHead / DP-SGD (replace-one)": paper / means[DPSGD_REPLACE_ONE],
+                         "NoisyHead / DP-SGD (add/remove)": paper / means[DPSGD_ADD_REMOVE],
+                         "tight NoisyHead / DP-SGD (replace-one)": tight / means[DPSGD_REPLACE_ONE]})
+
+
+def dpsgd_spent(df: pd.DataFrame) -> pd.DataFrame:
+    """The largest epsilon opacus reported over the repetitions, per (N, eps, DP-SGD variant)."""
+    sgd = df[df.method.isin([DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE])]
+    return sgd.groupby(["N", "eps", "method"], as_index=False)["eps_spent"].max()
 
 
 # ----------------------------------------------------------------------------- Figure 2
@@ -125,14 +161,14 @@ def high_dim_grid(rng, Ns, eps, deltas, reps, n_test, T=5) -> pd.DataFrame:
             pr = make_problem(rng, hp, n_test)
             g0 = initial_gamma(rng, pr.d, hp.R)
             base = dict(N=int(N), D=hp.D, rep=b)
-            rows.append(dict(base, method="GD (non-private)", delta=np.nan, eps=np.nan,
+            rows.append(dict(base, method=GD, delta=np.nan, eps=np.nan,
                              excess=gd_excess(pr, g0, hp.T)))
             s = np.concatenate([noise_std(hp, eps, d) for d in deltas])
             ex = pr.excess(noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, s, hp.R, g0, rng).gamma)
             k = 0
             for d in deltas:
                 for e in eps:
-                    rows.append(dict(base, method="NoisyHead", delta=d, eps=e, excess=float(ex[k])))
+                    rows.append(dict(base, method=noisyhead(), delta=d, eps=e, excess=float(ex[k])))
                     k += 1
     return pd.DataFrame(rows)
 
@@ -238,6 +274,17 @@ def robustness_grid(rng, cs, ps, reps, n_test, eps, delta, mu=1.0, N=5000, L=500
     return pd.DataFrame(rows)
 
 
+#: Figure 4's measured quantities (columns of ``robustness_grid``) and their plot labels
+ROBUSTNESS = {"ridge": "Ridge (stable solve)", "ridge_direct": "Ridge (direct solve, as the code)",
+              "dp": "NoisyHead (independent runs, as the code)", "dp_crn": "NoisyHead (common random numbers)"}
+
+
+def robustness_summary(df: pd.DataFrame, by=("c", "p")) -> pd.DataFrame:
+    """``summarise`` of every Figure 4 quantity, stacked: one row per (quantity, *by)."""
+    return pd.concat([summarise(df, list(by), k).assign(quantity=k, method=label)
+                      for k, label in ROBUSTNESS.items()], ignore_index=True)
+
+
 # ----------------------------------------------------------------------------- Figure 6
 def text_curves(rng, corpus, Ts, eps, delta, runs, n_train, n_test, L, lam, step_factor) -> pd.DataFrame:
     """GD and NoisyHead excess risk vs T on news-article prompts; a fresh split and prompts per run."""
@@ -260,6 +307,12 @@ def text_curves(rng, corpus, Ts, eps, delta, runs, n_train, n_test, L, lam, step
 
 
 # ----------------------------------------------------------------------------- accountants (extension)
+def accountant_gain(means: pd.DataFrame, tight: str) -> pd.Series:
+    """Paper-calibrated NoisyHead's excess risk over ``tight``-calibrated NoisyHead's, from the wide
+    table of means (one column per method); > 1 where the tight accountant helps."""
+    return (means[noisyhead()] / means[noisyhead(tight)]).rename(f"gain: basic / {tight}")
+
+
 def epsilon_table(Ns, eps, delta, accountants=accounting.ACCOUNTANTS) -> pd.DataFrame:
     """For the paper's low-dim noise: the eps each accountant certifies, and the z each needs for eps."""
     rows = []
@@ -275,19 +328,7 @@ def epsilon_table(Ns, eps, delta, accountants=accounting.ACCOUNTANTS) -> pd.Data
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------- shape checks
-def loglog_slope(x, y) -> float:
-    """Least-squares slope of log y on log x."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
-def frac_decreasing(values) -> float:
-    """Fraction of consecutive pairs that decrease (1.0 = monotone decreasing)."""
-    v = np.asarray(values, float)
-    return float(np.mean(np.diff(v) < 0)) if len(v) > 1 else float("nan")
-
-
+# ----------------------------------------------------------------------------- tables
 def wide(summary: pd.DataFrame, index: str, columns: str, value: str = "mean") -> pd.DataFrame:
     return summary.pivot(index=index, columns=columns, values=value).sort_index()
 

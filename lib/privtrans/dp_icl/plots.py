@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from privtrans.book import plotting
+
 
 def curves(ax, summary: pd.DataFrame, x: str, hue: str | None, label: str = "{}", log_y=False,
            band_sd=False, err: str = "se", **kw):
@@ -33,3 +35,26 @@ def overlay(ax, ref: pd.DataFrame, x: str, hue: str | None, label="authors' CSV{
                 label=label.format("") if first else None, **kw)
         first = False
     return ax
+
+
+def overlay_quantities(ax, ref: pd.DataFrame, x: str, markers: dict[str, tuple[str, str]],
+                       label="authors' CSV, {}"):
+    """The authors' numbers of several quantities in black, ``{quantity: (marker, legend name)}``."""
+    for q, (m, name) in markers.items():
+        r = ref[ref["quantity"] == q].sort_values(x)
+        if r.empty:
+            raise KeyError(f"no reference values for quantity {q!r}; have {sorted(set(ref['quantity']))}")
+        ax.plot(r[x], r["value"], ls="none", marker=m, color="k", label=label.format(name))
+    return ax
+
+
+def methods_by_eps(summary: pd.DataFrame, eps, ylabel: str = "Excess risk (log scale)"):
+    """One panel per epsilon: each method's excess risk against N, log scale, one shared legend."""
+    fig, axes = plotting.subplots(1, len(eps), figsize=(4 * len(eps), 4), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, e in zip(axes, eps):
+        curves(ax, summary[summary.eps == e], "N", "method", log_y=True)
+        ax.set(xlabel="Training set size N", title=f"ε = {e}")
+    axes[0].set_ylabel(ylabel)
+    axes[-1].legend(fontsize=7)
+    return fig

