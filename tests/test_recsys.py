@@ -1,4 +1,4 @@
-"""privtrans.dpformer: MovieLens loader, leave-one-out split, metrics, generator, baselines, DP loop, cache."""
+"""privtrans.dpformer: MovieLens loader, leave-one-out split, metrics, generator, baselines, DP loop, run cache."""
 
 from __future__ import annotations
 
@@ -10,23 +10,40 @@ import pandas as pd
 import pytest
 import torch
 
-from privtrans.dpformer import baselines, data, metrics, synthetic, train
-from privtrans.dpformer.cache import RunCache
+from privtrans.dpformer import baselines, data, metrics, runs, synthetic, train
+from privtrans.shared.datasets import movielens
+from privtrans.shared.dp.step import OpacusHooksStep, PhantomStep, gaussian_noise, make_dp_step, noise_only
 
 
 # ----------------------------------------------------------------------------------- loader
 def test_ml100k_path_points_into_the_recbole_wheel():
-    p = data.ml100k_path()
+    p = movielens.ml100k_path()
     assert p.name == "ml-100k.inter" and "recbole" in p.parts
 
 
 def test_missing_file_gives_install_hint(tmp_path):
-    with pytest.raises(FileNotFoundError, match="pip install --no-deps recbole"):
-        data.read_ml100k(tmp_path / "nope.inter")
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps recbole==1.2.1"):
+        movielens.read_ml100k(tmp_path / "nope.inter")
+
+
+def test_missing_wheel_gives_install_hint(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "recbole" else real(name, *a))
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps recbole==1.2.1"):
+        movielens.ml100k_path()
+
+
+def test_unexpected_header_is_refused(tmp_path):
+    f = tmp_path / "x.inter"
+    f.write_text("user\titem\n1\t2\n")
+    with pytest.raises(ValueError, match="unexpected header"):
+        movielens.read_ml100k(f)
 
 
 def test_k_core_is_a_fixed_point_and_keeps_known_counts():
-    df = data.read_ml100k()
+    df = movielens.read_ml100k()
     core = data.k_core(df, 5)
     assert core.groupby("user").size().min() >= 5
     assert core.groupby("item").size().min() >= 5
@@ -142,20 +159,71 @@ def test_rnn_tied_and_per_sample_norms_exact(cell):
     assert m.item_emb.weight.grad is None or m.item_emb.weight.grad[0].abs().max() == 0
 
 
-def test_opacus_and_phantom_steps_agree_without_noise():
-    torch.manual_seed(1)
+def _tiny_batch(seed=1):
+    torch.manual_seed(seed)
     spec = train.RunSpec(method="transformer", epsilon=5.0, d=8, max_len=6, dropout=0.0, batch_size=4)
-    m1 = train.build_model(spec, 30)
-    m2 = copy.deepcopy(m1)
     x = torch.randint(1, 31, (4, 6))
     x[1, :2] = 0
     y = torch.randint(1, 31, (4, 6))
     y[x == 0] = 0
-    g = torch.Generator().manual_seed(0)
-    train.PhantomStep(m1, 0.0, 4, g)(x, y)
-    train.OpacusStep(m2, 0.0, 4, g)(x, y)
+    return train.build_model(spec, 30), x, y
+
+
+def test_opacus_and_phantom_steps_agree_without_noise():
+    m1, x, y = _tiny_batch()
+    m2 = copy.deepcopy(m1)
+    kw = dict(noise_multiplier=0.0, expected_batch_size=4, max_grad_norm=train.CLIP_NORM,
+              gamma=train.AUTO_CLIP_GAMMA, generator=torch.Generator().manual_seed(0))
+    loss1 = PhantomStep(m1, train.per_sample_loss, **kw)(x, y)
+    loss2 = OpacusHooksStep(m2, train.per_sample_loss, **kw)(x, y)
+    assert loss1 == pytest.approx(loss2)
     for (n, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
         torch.testing.assert_close(p1.grad, p2.grad, rtol=1e-4, atol=1e-6, msg=n)
+    # automatic clipping: every clipped per-sample gradient has norm < C, so the sum has norm < B·C
+    total = torch.sqrt(sum(p.grad.pow(2).sum() for p in m1.parameters()))
+    assert 0 < total * 4 < 4 * train.CLIP_NORM
+
+
+@pytest.mark.parametrize("engine", ["phantom", "opacus"])
+def test_dp_step_noise_is_n_0_sigma_c_squared_over_b(engine):
+    m, x, y = _tiny_batch()
+    m0 = copy.deepcopy(m)
+    sigma, C, B = 3.0, 0.5, 4
+    kw = dict(expected_batch_size=B, max_grad_norm=C, generator=torch.Generator().manual_seed(0))
+    make_dp_step(engine, m, train.per_sample_loss, noise_multiplier=sigma, **kw)(x, y)
+    make_dp_step(engine, m0, train.per_sample_loss, noise_multiplier=0.0, **kw)(x, y)
+    noise = torch.cat([(p.grad - p0.grad).flatten() * B for p, p0 in zip(m.parameters(), m0.parameters())])
+    assert noise.numel() > 1000
+    assert abs(float(noise.mean())) < 0.1 * sigma * C
+    assert float(noise.std()) == pytest.approx(sigma * C, rel=0.08)
+    assert torch.equal(m0.item_emb.weight.grad[0], torch.zeros(8))  # pad row: noise only
+    big = gaussian_noise(sigma * C, torch.zeros(200_000, dtype=torch.float64), torch.Generator().manual_seed(1))
+    assert big.dtype == torch.float64
+    assert abs(big.mean()) < 0.01 and big.std() == pytest.approx(sigma * C, rel=0.01)
+    assert torch.equal(gaussian_noise(0.0, big), torch.zeros_like(big))
+    with pytest.raises(ValueError, match=">= 0"):
+        gaussian_noise(-1.0, big)
+
+
+def test_empty_batch_releases_noise_only():
+    m, _, _ = _tiny_batch()
+    for p in m.parameters():
+        p.grad = torch.ones_like(p)  # a stale gradient must not leak into the release
+    noise_only(m, noise_multiplier=2.0, expected_batch_size=8, max_grad_norm=1.0,
+               generator=torch.Generator().manual_seed(0))
+    g = torch.cat([p.grad.flatten() for p in m.parameters()])
+    assert abs(g.mean()) < 0.05 and g.std() * 8 == pytest.approx(2.0, rel=0.1)
+
+
+def test_make_dp_step_by_engine():
+    m, _, _ = _tiny_batch()
+    kw = dict(noise_multiplier=1.0, expected_batch_size=4)
+    assert isinstance(make_dp_step("phantom", m, train.per_sample_loss, **kw), PhantomStep)
+    assert isinstance(make_dp_step("opacus", copy.deepcopy(m), train.per_sample_loss, **kw), OpacusHooksStep)
+    with pytest.raises(ValueError, match="engine"):
+        make_dp_step("ghost", m, train.per_sample_loss, **kw)
+    spec = train.RunSpec(method="transformer", epsilon=5.0, d=8, max_len=6, batch_size=4, engine="opacus")
+    assert train.make_dp_step(spec, copy.deepcopy(m), 1.0, torch.Generator())[1] == "opacus-hooks"
 
 
 # ----------------------------------------------------------------------------------- privacy + loop
@@ -205,19 +273,58 @@ def test_non_private_gru_beats_chance(tiny):
 # ----------------------------------------------------------------------------------- cache
 def test_cache_hit_returns_the_stored_run(tiny, tmp_path, monkeypatch):
     d, s = tiny
-    cache = RunCache(tmp_path)
+    cache = runs.run_cache(tmp_path)
     spec = train.RunSpec(method="transformer", epsilon=8.0, epochs=1, batch_size=64, d=8, max_len=6, eval_every=1)
     calls = []
     real = train.train_run
     monkeypatch.setattr(train, "train_run", lambda *a, **k: calls.append(1) or real(*a, **k))
-    r1 = cache.run(spec, s, d)
-    r2 = cache.run(spec, s, d)
+    r1 = runs.cached_run(cache, spec, s, d)
+    r2 = runs.cached_run(cache, spec, s, d)
     assert len(calls) == 1 and (cache.misses, cache.hits) == (1, 1)
     assert not r1["cached"] and r2["cached"] and r2["ndcg@10"] == r1["ndcg@10"]
+    assert r2["data"] == d.fingerprint()
     for k, v in r1["state_dict"].items():
         assert torch.equal(v, r2["state_dict"][k])
-    cache.run(spec.with_(seed=1), s, d)  # another seed is another run
+    runs.cached_run(cache, spec.with_(seed=1), s, d)  # another seed is another run
     assert len(calls) == 2
-    assert cache.key(spec, "a") != cache.key(spec, "b")  # other data, other key
+    runs.cached_run(cache, spec, s, "other-data")  # other data, other key
+    assert len(calls) == 3
+    assert (cache.misses, cache.hits) == (3, 1)
     model = train.load_model(r2, s.n_items)
     assert model.tied
+
+
+def test_training_modules_cover_every_module_a_run_loads():
+    """Every chapter or shared-DP module that training imports is in the cache key's code."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from privtrans.dpformer import data, synthetic
+d, _ = synthetic.amazon_like(n_users=200, n_items=150, seed=0)
+split = data.leave_one_out(d, 5)
+before = set(sys.modules)
+from privtrans.dpformer import runs, train
+for method, engine in (("dpformer", "phantom"), ("gru", "opacus")):
+    train.train_run(train.RunSpec(method=method, epsilon=8.0, epochs=1, batch_size=64, d=8, max_len=5,
+                                  eval_every=1, engine=engine), split, device="cpu")
+new = {m for m in set(sys.modules) - before | {"privtrans.dpformer.data"}
+       if m.startswith(("privtrans.dpformer.", "privtrans.shared.dp."))}
+print(sorted(new - set(runs.TRAINING_MODULES)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_paper_table_shows_missing_spread_and_runs_as_dashes():
+    from privtrans.dpformer import experiments
+
+    df = pd.DataFrame({"method": ["transformer", "dpformer", "dpformer"], "epsilon": [5, 5, 5], "seed": [0, 0, 1],
+                       "ndcg@10": [0.04, 0.05, 0.07], "hit@10": [0.1, 0.1, 0.1]})
+    t = experiments.paper_table(df, ["transformer", "dpformer", "gru"], [5]).set_index("method")
+    assert t.loc["Transformer (vanilla)", "ε=5 NDCG@10"] == "4.00 ± –"    # one seed: no std, not 0
+    assert t.loc["DPFormer", "ε=5 NDCG@10"] == f"6.00 ± {100 * np.std([0.05, 0.07], ddof=1):.2f}"
+    assert t.loc["GRU", "ε=5 NDCG@10"] == "–"
+    assert t.loc["Relative improvement", "ε=5 NDCG@10"] == "+50%"

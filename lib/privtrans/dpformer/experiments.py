@@ -1,19 +1,29 @@
-"""What the DPFormer result notebooks share: datasets by name, run grids through the cache, tables.
+"""What the DPFormer result notebooks share: datasets by name, runs and grids through the cache, tables.
 
 The notebooks stay thin: they pick a dataset and a grid from their settings, call these helpers,
-plot and record. Everything trained goes through :class:`~privtrans.dpformer.cache.RunCache`.
+plot and record (through :mod:`privtrans.dpformer.readouts`). Everything trained goes through
+:func:`privtrans.dpformer.runs.cached_run`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from privtrans.book.runcache import RunCache
+
 from . import data as rdata
-from . import metrics, synthetic, train
-from .cache import RunCache
+from . import metrics, runs, synthetic, train
+
+# Figure 2's arms: the tied Transformer against the two untied ones
+TIED = "transformer"
+UNTIED_ARMS = ("transformer_untied", "transformer_untied_half")
+# Figure 6's pair: the vanilla Transformer and DPFormer
+STABILITY_PAIR = ("transformer", "dpformer")
+# the columns a notebook shows of its runs
+RUN_COLUMNS = ["label", "epsilon", "seed", "batch_size", "lr", "ndcg@10", "hit@10", "privacy", "seconds"]
 
 
 @dataclass
@@ -41,6 +51,11 @@ def load(cfg: dict) -> Bundle:
     return Bundle(ds, rdata.leave_one_out(ds, cfg["max_len"]), truth)
 
 
+def dataset_stats(b: Bundle) -> pd.DataFrame:
+    """The long-tail statistics of a loaded dataset, as one row (Figure 5's table)."""
+    return pd.DataFrame([rdata.long_tail_stats(b.data)])
+
+
 def reference_rows(b: Bundle, max_len: int) -> list[dict]:
     """Non-trained anchors: MostPopular (non-private, for scale) and, for synthetic data, the oracle."""
     n = len(b.split.test_target)
@@ -58,13 +73,114 @@ def reference_rows(b: Bundle, max_len: int) -> list[dict]:
 def run_grid(cache: RunCache, b: Bundle, cfg: dict, methods, epsilons, seeds, log=None,
              **overrides) -> list[dict]:
     """Every (method, ε, seed) run with the notebook's settings (plus ``overrides``), via the cache."""
-    out = []
-    for eps in epsilons:
-        for method in methods:
-            for seed in seeds:
-                spec = train.spec_from_cfg(cfg, method, eps, seed, **overrides)
-                out.append(cache.run(spec, b.split, b.data, log=log))
+    fp = b.data.fingerprint()
+    return [runs.cached_run(cache, train.spec_from_cfg(cfg, method, eps, seed, **overrides), b.split, fp,
+                            log=log)
+            for eps in epsilons for method in methods for seed in seeds]
+
+
+@dataclass
+class TableRuns:
+    """Every method × ε × seed of a result table (Tables 1, 2), with what the notebooks show of it."""
+
+    results: list[dict]
+    runs: pd.DataFrame            # one row per run (:func:`frame`)
+    curves: pd.DataFrame          # test metrics during training (:func:`curves`)
+    refs: pd.DataFrame            # non-trained anchors (:func:`reference_rows`)
+    report: str                   # how many runs were trained here and how many came from the cache
+    methods: list = field(default_factory=list)
+    epsilons: list = field(default_factory=list)
+
+    def shown(self) -> pd.DataFrame:
+        return self.runs[[c for c in RUN_COLUMNS if c not in ("batch_size", "lr")]]
+
+    def paper_layout(self) -> pd.DataFrame:
+        return paper_table(self.runs, self.methods, self.epsilons)
+
+    def spread(self) -> pd.DataFrame:
+        """Figure 6's seed spread of the vanilla Transformer and DPFormer."""
+        sp = seed_spread(self.curves)
+        return sp[sp.method.isin(STABILITY_PAIR)].reset_index(drop=True)
+
+
+def train_table(b: Bundle, cfg: dict, seed: int, cache: RunCache | None = None, log=None) -> TableRuns:
+    """Tables 1/2: ``cfg["methods"]`` × ``cfg["epsilons"]`` × seeds ``seed + cfg["seeds"]``."""
+    cache = runs.run_cache() if cache is None else cache
+    seeds = [seed + s for s in cfg["seeds"]]
+    results, report = _counted(cache, lambda: run_grid(cache, b, cfg, cfg["methods"], cfg["epsilons"], seeds,
+                                                       log=log))
+    return TableRuns(results, frame(results), curves(results), pd.DataFrame(reference_rows(b, cfg["max_len"])),
+                     report, list(cfg["methods"]), list(cfg["epsilons"]))
+
+
+def _counted(cache: RunCache, make):
+    """(make(), 'N runs: t trained, h from the cache'), counting only the runs ``make`` asked for."""
+    misses, hits = cache.misses, cache.hits
+    results = make()
+    return results, runs.report(len(results), cache.misses - misses, cache.hits - hits)
+
+
+@dataclass
+class GridRuns:
+    """A batch size × learning rate grid at one ε and seed (Figures 2, 7)."""
+
+    results: list[dict]
+    runs: pd.DataFrame
+    dropped_batch_sizes: list     # batch sizes above the number of users, not run
+    report: str
+
+    def shown(self) -> pd.DataFrame:
+        return self.runs[[c for c in RUN_COLUMNS if c not in ("epsilon", "seed")]]
+
+
+def train_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, lrs, cache: RunCache | None = None,
+               log=None) -> GridRuns:
+    """Every (B, lr) cell for ``methods``; batch sizes above the number of users N are dropped
+    (the paper's grid reaches 4096 on ML-1M's 6,040 users)."""
+    cache = runs.run_cache() if cache is None else cache
+    kept = [B for B in batch_sizes if B <= b.data.n_users]
+    results, report = _counted(cache, lambda: [
+        r for B in kept for lr in lrs
+        for r in run_grid(cache, b, cfg, methods, [epsilon], [seed], log=log, batch_size=B, lr=lr)])
+    dropped = [B for B in batch_sizes if B not in kept]
+    if dropped:
+        report += f"; batch sizes above N = {b.data.n_users} users not run: {dropped}"
+    return GridRuns(results, frame(results), dropped, report)
+
+
+def sharing_table(grid: pd.DataFrame) -> pd.DataFrame:
+    """Figure 2 per (B, lr) cell: NDCG@10 of each arm and whether the tie beats both untied arms.
+
+    A cell without a run of every arm is an error, not a loss."""
+    wide = _cells(grid, (TIED, *UNTIED_ARMS))
+    best_untied = wide[list(UNTIED_ARMS)].max(axis=1)
+    wide["sharing_wins"] = wide[TIED] > best_untied
+    wide["gain"] = wide[TIED] - best_untied
+    return wide
+
+
+def grid_differences(grid: pd.DataFrame, ours: str = "dpformer", base: str = "transformer") -> pd.DataFrame:
+    """Figure 7 per (B, lr) cell: NDCG@10 of ``ours`` − ``base``, and whether the cell is on the
+    grid's main diagonal (the k-th smallest B with the k-th smallest lr: larger B with larger lr)."""
+    wide = _cells(grid, (ours, base))
+    bs, lrs = sorted(grid.batch_size.unique()), sorted(grid.lr.unique())
+    diag = set(zip(bs, lrs))
+    out = pd.DataFrame({"batch_size": [i[0] for i in wide.index], "lr": [i[1] for i in wide.index],
+                        "diff": (wide[ours] - wide[base]).to_numpy()})
+    out["on_diagonal"] = [(B, lr) in diag for B, lr in zip(out.batch_size, out.lr)]
     return out
+
+
+def _cells(grid: pd.DataFrame, methods) -> pd.DataFrame:
+    """(B, lr) × method table of mean NDCG@10; raises if a method lacks a run in some cell."""
+    absent = [m for m in methods if m not in set(grid.method)]
+    if absent:
+        raise ValueError(f"the grid has no runs of {absent} (methods present: {sorted(set(grid.method))})")
+    wide = grid.pivot_table(index=["batch_size", "lr"], columns="method", values="ndcg@10")[list(methods)]
+    holes = wide[wide.isna().any(axis=1)]
+    if len(holes):
+        raise ValueError(f"grid cells without a run of every method {list(methods)}: {list(holes.index)}")
+    return wide
 
 
 def frame(results: list[dict]) -> pd.DataFrame:
@@ -94,7 +210,7 @@ def paper_table(df: pd.DataFrame, methods, epsilons, base: str = "transformer",
             sub = df[(df.method == m) & (df.epsilon == e)]
             for k in ("ndcg@10", "hit@10"):
                 v = sub[k].to_numpy(float)
-                std = v.std(ddof=1) if len(v) > 1 else 0.0
+                std = v.std(ddof=1) if len(v) > 1 else float("nan")
                 row[f"ε={e:g} {k.upper()}"] = train.fmt_pm(v.mean(), std) if len(v) else "–"
         rows.append(row)
     rel = {"method": "Relative improvement"}
@@ -102,7 +218,7 @@ def paper_table(df: pd.DataFrame, methods, epsilons, base: str = "transformer",
         for k in ("ndcg@10", "hit@10"):
             a = df[(df.method == ours) & (df.epsilon == e)][k].mean()
             b = df[(df.method == base) & (df.epsilon == e)][k].mean()
-            rel[f"ε={e:g} {k.upper()}"] = f"{100 * (a / b - 1):+.0f}%" if b > 0 else "–"
+            rel[f"ε={e:g} {k.upper()}"] = f"{100 * (a / b - 1):+.0f}%" if b > 0 and a == a else "–"
     rows.append(rel)
     return pd.DataFrame(rows)
 
@@ -113,13 +229,13 @@ def eps_key(e) -> str:
 
 
 def means(df: pd.DataFrame) -> dict:
-    """{method: {'e5': {ndcg, hit, ndcg_std, hit_std, n}}} for recording."""
+    """{method: {'e5': {ndcg, hit, ndcg_std, hit_std, n}}}; a std of one seed is None, not 0."""
     out: dict = {}
     for (m, e), g in df.groupby(["method", "epsilon"]):
         out.setdefault(m, {})[eps_key(e)] = {
             "ndcg": float(g["ndcg@10"].mean()), "hit": float(g["hit@10"].mean()),
-            "ndcg_std": float(g["ndcg@10"].std(ddof=1)) if len(g) > 1 else 0.0,
-            "hit_std": float(g["hit@10"].std(ddof=1)) if len(g) > 1 else 0.0, "n": int(len(g))}
+            "ndcg_std": float(g["ndcg@10"].std(ddof=1)) if len(g) > 1 else None,
+            "hit_std": float(g["hit@10"].std(ddof=1)) if len(g) > 1 else None, "n": int(len(g))}
     return out
 
 
@@ -136,32 +252,17 @@ def curves(results: list[dict]) -> pd.DataFrame:
 
 def seed_spread(cv: pd.DataFrame, key: str = "ndcg@10") -> pd.DataFrame:
     """Per (method, ε): the std across seeds at each logged epoch, averaged over epochs (Figure 6's
-    'variance'), and the mean absolute epoch-to-epoch change of the seed-mean curve ('fluctuation')."""
+    'variance'), and the mean absolute epoch-to-epoch change of the seed-mean curve ('fluctuation').
+
+    With one seed there is no spread: NaN, never 0 (a 0 would make "less spread" hold trivially)."""
     rows = []
     for (m, e), g in cv.groupby(["method", "epsilon"]):
         per_epoch = g.groupby("epoch")[key]
         mean_curve = per_epoch.mean().sort_index().to_numpy()
         rows.append({"method": m, "epsilon": e, "seeds": g.seed.nunique(),
-                     "std_across_seeds": float(per_epoch.std(ddof=1).mean()) if g.seed.nunique() > 1 else 0.0,
-                     "fluctuation": float(np.abs(np.diff(mean_curve)).mean()) if len(mean_curve) > 1 else 0.0})
+                     "std_across_seeds": float(per_epoch.std(ddof=1).mean()) if g.seed.nunique() > 1 else np.nan,
+                     "fluctuation": float(np.abs(np.diff(mean_curve)).mean()) if len(mean_curve) > 1 else np.nan})
     return pd.DataFrame(rows)
-
-
-def comparisons(df: pd.DataFrame, epsilons) -> dict:
-    """The orderings the paper's tables claim, per ε (lists in the order of ``epsilons``)."""
-    m = df.groupby(["method", "epsilon"])["ndcg@10"].mean()
-
-    def get(method, e):
-        return float(m.get((method, e), np.nan))
-
-    out = {
-        "dpformer_ge_vanilla": [get("dpformer", e) >= get("transformer", e) for e in epsilons],
-        "vanilla_gt_untied": [get("transformer", e) > get("transformer_untied", e) for e in epsilons],
-        "vanilla_gt_rnns": [get("transformer", e) > max(get("gru", e), get("lstm", e)) for e in epsilons],
-        "rel_improvement": [get("dpformer", e) / get("transformer", e) - 1 for e in epsilons],
-        "ndcg_by_method": {mm: [get(mm, e) for e in epsilons] for mm in df.method.unique()},
-    }
-    return out
 
 
 def paper_reference(table: str) -> pd.DataFrame:
@@ -182,3 +283,26 @@ def paper_reference(table: str) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out.attrs["source"] = str(ref.source.iloc[0])
     return out
+
+
+def paper_reference_shown(table: str):
+    """:func:`paper_reference` for display, its source as the caption."""
+    ref = paper_reference(table)
+    return ref.style.hide(axis="index").set_caption(f"Source: {ref.attrs['source']}")
+
+
+def trained_model(cache: RunCache, b: Bundle, cfg: dict, method: str, epsilon, seed: int, item_freq):
+    """(result, model) of one run through the cache, the model rebuilt for inspection (Figure 9).
+
+    A DPFormer model is returned with its Re-Attention on, as it is evaluated; ``method``
+    "non-private" is the tied Transformer trained without DP."""
+    from . import reattention
+
+    arch = "transformer" if method == "non-private" else method
+    spec = train.spec_from_cfg(cfg, arch, epsilon, seed)
+    res = runs.cached_run(cache, spec, b.split, b.data)
+    model = train.load_model(res, b.split.n_items)
+    if arch == "dpformer":
+        reattention.enable(model, sigma_dp=res["privacy"]["noise_multiplier"], batch_size=spec.batch_size,
+                           item_freq=item_freq)
+    return res, model

@@ -95,8 +95,9 @@ def training_curves(cv: pd.DataFrame, methods, epsilons, levels=(0.6, 0.7, 0.8, 
     return fig
 
 
-def method_bars(df: pd.DataFrame, methods, epsilons, refs: list[dict] | None = None, key: str = "ndcg@10"):
-    """Tables 1/2 at a glance: mean ± std over seeds per method and ε; reference lines dashed."""
+def method_bars(df: pd.DataFrame, methods, epsilons, refs: pd.DataFrame | None = None, key: str = "ndcg@10"):
+    """Tables 1/2 at a glance: mean ± std over seeds per method and ε; reference rows (label, key)
+    as dashed and dotted lines."""
     fig, ax = subplots(figsize=(8, 3.6))
     width = 0.8 / len(methods)
     for k, m in enumerate(methods):
@@ -105,7 +106,7 @@ def method_bars(df: pd.DataFrame, methods, epsilons, refs: list[dict] | None = N
         sd = [sub[sub.epsilon == e][key].std(ddof=1) * 100 if (sub.epsilon == e).sum() > 1 else 0 for e in epsilons]
         ax.bar(np.arange(len(epsilons)) + k * width, mu, width, yerr=sd, capsize=2,
                color=METHOD_COLORS.get(m, "k"), label=train.LABELS[m])
-    for r, ls in zip(refs or [], ("--", ":")):
+    for r, ls in zip([] if refs is None else refs.to_dict("records"), ("--", ":")):
         ax.axhline(r[key] * 100, color="k", ls=ls, lw=1, label=r["label"])
     ax.set_xticks(np.arange(len(epsilons)) + 0.4 - width / 2)
     ax.set_xticklabels([f"ε = {e:g}" for e in epsilons])

@@ -244,3 +244,48 @@ def table3(stds=(0.01, 0.1, 1.0), ns=(10, 100, 1000, 10_000, 100_000, 1_000_000)
             row["analytic_own"] = float((relu_moments if name == "ReLU" else gelu_moments)(0.0, s * s)[1])
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _largest_n_column(t3) -> str:
+    cols = [c for c in t3.columns if c.startswith("n=")]
+    if not cols:
+        raise ValueError("the Table 3 frame has no sampled column 'n=...'")
+    return max(cols, key=lambda c: float(c[2:]))
+
+
+def table3_vs_paper(t3, paper):
+    """Our Table 3 at the largest sample size beside the paper's (``data/dpformer/table3_paper.csv``)."""
+    big = _largest_n_column(t3)
+    cmp = paper[["input_std", "activation", "n=1e+06", "analytic", "note"]].rename(
+        columns={"n=1e+06": "paper: sampled n=1e6", "analytic": "paper: analytic"})
+    return cmp.merge(t3[["input_std", "activation", big, "analytic_own", "eq8_as_printed"]].rename(
+        columns={big: f"ours: sampled {big}", "analytic_own": "ours: analytic (correct)",
+                 "eq8_as_printed": "ours: Eq. 8 as printed"}), on=["input_std", "activation"])
+
+
+def table3_errors(t3, paper) -> dict:
+    """How far Table 3's columns are apart, at our largest sample size (fractions, max over stds):
+
+    - ``relu_max_rel_err``: sampled ReLU vs the correct analytic variance;
+    - ``eq8_min_rel_err``: the printed Eq. 8 vs sampled ReLU (the smallest miss: 'off by at least');
+    - ``gelu_quad_max_rel_err``: sampled GELU vs its quadrature moment;
+    - ``gelu_via_relu_max_rel_err``: the ReLU formula used for GELU (the paper's shortcut) vs sampled;
+    - ``gelu_vs_paper_max_rel_diff``: our sampled GELU vs the paper's sampled GELU (n = 10⁶).
+
+    A row of the paper's GELU column that our table lacks (or the reverse) is an error, not a skip.
+    """
+    big = _largest_n_column(t3)
+    relu, gelu = t3[t3.activation == "ReLU"], t3[t3.activation == "GELU"]
+    if relu.empty or gelu.empty:
+        raise ValueError("Table 3 needs ReLU and GELU rows")
+    pg = paper.loc[paper.activation == "GELU", ["input_std", "n=1e+06"]].rename(columns={"n=1e+06": "paper_1e6"})
+    both = pg.merge(gelu[["input_std", big]], on="input_std")
+    if len(both) != len(pg) or len(both) != len(gelu):
+        raise ValueError(f"GELU input stds differ: paper {sorted(pg.input_std)}, ours {sorted(gelu.input_std)}")
+    return {
+        "relu_max_rel_err": float((relu[big] / relu.analytic_own - 1).abs().max()),
+        "eq8_min_rel_err": float((relu.eq8_as_printed / relu[big] - 1).abs().min()),
+        "gelu_quad_max_rel_err": float((gelu[big] / gelu.analytic_own - 1).abs().max()),
+        "gelu_via_relu_max_rel_err": float((gelu.analytic_relu / gelu[big] - 1).abs().max()),
+        "gelu_vs_paper_max_rel_diff": float((both[big] / both.paper_1e6 - 1).abs().max()),
+    }

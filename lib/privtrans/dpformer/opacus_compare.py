@@ -13,6 +13,9 @@ import torch
 
 from .sasrec import SASRec, per_sample_loss
 
+# the start of what opacus 1.6 ghost clipping raises for a parameter used by two modules
+TIE_REFUSAL = "Parameter tying is not supported"
+
 
 class FunctionalTieSASRec(SASRec):
     """SASRec whose scores are ``h @ item_emb.weight.T``: the tie written as a function call."""

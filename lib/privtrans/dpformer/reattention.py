@@ -62,13 +62,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from privtrans.dpformer import moments
 
 __all__ = ["ReAttention", "enable", "disable", "item_frequencies", "logit_offset",
-           "distraction_monte_carlo", "monte_carlo_key_var", "propagation_checks",
-           "attention_maps", "attention_shift"]
+           "distraction_monte_carlo", "distraction_sweep", "tail_tokens", "total_variation", "monte_carlo_key_var", "propagation_checks",
+           "attention_maps", "attention_shift", "attention_shift_table"]
 
 
 # --------------------------------------------------------------------------------- the correction
@@ -252,6 +253,38 @@ def distraction_monte_carlo(true_logits, key_std, n: int, d_head: int = 16, gene
     return out
 
 
+def tail_tokens(key_std) -> np.ndarray:
+    """Figure 4's tail tokens: the noisiest ones (logit std at the maximum), as a boolean mask."""
+    std = np.asarray(key_std, dtype=float)
+    return std == std.max()
+
+
+def total_variation(p, q) -> float:
+    """½ Σ |p − q| between two attention rows."""
+    return 0.5 * float(np.abs(np.asarray(p, float) - np.asarray(q, float)).sum())
+
+
+def distraction_sweep(true_logits, key_std, sweep_std, n: int, d_head: int = 16, generator=None):
+    """Figure 4's sweep: the tail tokens' logit std set to each of ``sweep_std`` (the others kept).
+
+    Per σ: the attention on the (first) tail token relative to the truth, without and with
+    Re-Attention, Eq. 4's prediction e^{σ²/2}, and the total variation of each to the truth."""
+    import pandas as pd
+
+    tail = tail_tokens(key_std)
+    first = int(np.argmax(tail))
+    rows = []
+    for s in sweep_std:
+        std = np.where(tail, s, np.asarray(key_std, float))
+        r = distraction_monte_carlo(true_logits, std.tolist(), n, d_head=d_head, generator=generator)
+        rows.append({"tail_logit_std": s, "inflation_noisy": r["noisy"][first] / r["truth"][first],
+                     "inflation_reattention": r["corrected"][first] / r["truth"][first],
+                     "eq4_prediction": float(np.exp(s ** 2 / 2)),
+                     "tv_noisy": total_variation(r["noisy"], r["truth"]),
+                     "tv_reattention": total_variation(r["corrected"], r["truth"])})
+    return pd.DataFrame(rows)
+
+
 # --------------------------------------------------------------------------------- checks
 @torch.no_grad()
 def monte_carlo_key_var(model, seqs: torch.Tensor, ra: ReAttention, n: int, generator=None) -> dict:
@@ -404,3 +437,23 @@ def attention_shift(attn: torch.Tensor, ref: torch.Tensor, seqs: torch.Tensor, i
     lean_ref = (q * r[:, None, :] * visible).sum(-1) - uni
     return {"kl": float(kl[rows].mean()), "rarity_lean": float(lean[rows].mean()),
             "rarity_lean_ref": float(lean_ref[rows].mean()), "rows": int(rows.sum())}
+
+
+def attention_shift_table(models: dict, seqs: torch.Tensor, item_freq, reference: str = "non-private"):
+    """:func:`attention_shift` of every model against the ``reference`` model of the same seed.
+
+    ``models`` maps (method, ε, seed) to a model; the reference is (``reference``, None, seed).
+    One row per (method, ε, seed, block): KL to the reference, rarity lean, rows counted."""
+    import pandas as pd
+
+    rows = []
+    for s in sorted({k[2] for k in models}):
+        ref_maps = attention_maps(models[(reference, None, s)], seqs)
+        for (m, e, seed), model in models.items():
+            if seed != s:
+                continue
+            for block, a in enumerate(attention_maps(model, seqs)):
+                st = attention_shift(a, ref_maps[block], seqs, item_freq)
+                rows.append({"method": m, "epsilon": e, "seed": s, "block": block, "KL_to_nonprivate": st["kl"],
+                             "rarity_lean": st["rarity_lean"], "rows": st["rows"]})
+    return pd.DataFrame(rows)

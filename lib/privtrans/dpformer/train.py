@@ -20,11 +20,12 @@ DP-SGD, the same for every method (paper §5 and A.9.3):
   :mod:`privtrans.shared.dp.accounting`; the ε of the σ actually used is returned with every result
   (``privacy``) and printed with it (``privacy_label``).
 
-Per-sample gradients: every method is clipped by the same code, Phantom Clipping
-(:func:`privtrans.shared.dp.step.dp_gradient` with a :class:`privtrans.shared.dp.phantom.PhantomClipper`; the
-GRU/LSTM are built from nn.Linear cells so it applies to them too). ``engine="opacus"`` swaps in
-opacus's ``GradSampleModule`` (hooks mode, exact per-sample gradients, follows module ties) as a
-cross-check: both give exact norms (tests/test_recsys.py), so they differ only in cost.
+Per-sample gradients: every method is clipped by the same code, the shared DP step
+(:class:`privtrans.shared.dp.step.PhantomStep`: Phantom Clipping, noise, averaging; the GRU/LSTM are
+built from nn.Linear cells so it applies to them too). ``engine="opacus"`` swaps in
+:class:`privtrans.shared.dp.step.OpacusHooksStep` (opacus's exact per-sample gradients, follows
+module ties) as a cross-check: both give exact norms (tests/test_recsys.py), so they differ only in
+cost. This module adds only the chapter's choices: the loss, C = 1 and γ.
 
 The learning rate warms up linearly over the first ``warmup_frac`` of the steps, then decays
 linearly to 0 (paper A.9); Adam with weight decay 1e-5. Test metrics (full ranking) are logged
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
@@ -55,8 +55,9 @@ LABELS = {
     "dpformer": "DPFormer",
 }
 TIED_TRANSFORMERS = ("transformer", "dpformer")
-CLIP_NORM = 1.0
-AUTO_CLIP_GAMMA = 0.01
+CLIP_NORM = 1.0          # the paper normalises per-sample gradients to C = 1 ...
+AUTO_CLIP_GAMMA = 0.01   # ... as g / (‖g‖ + γ), fastDP's automatic clipping
+ENGINE_NAMES = {"phantom": "phantom", "opacus": "opacus-hooks"}
 
 
 @dataclass(frozen=True)
@@ -157,71 +158,15 @@ def privacy_label(priv: dict | None) -> str:
 
 
 # ------------------------------------------------------------------------------------ DP steps
-class OpacusStep:
-    """Exact per-sample gradients from opacus hooks; normalise, sum, add noise, /B (cross-check)."""
-
-    def __init__(self, model, sigma: float, expected_batch: int, generator: torch.Generator):
-        from opacus import GradSampleModule
-
-        self.gsm = GradSampleModule(model, loss_reduction="sum")
-        self.sigma, self.B, self.gen = sigma, expected_batch, generator
-        self.params = [p for p in model.parameters() if p.requires_grad]
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        from privtrans.shared.dp.clipping import clip_factors
-
-        for p in self.params:
-            p.grad, p.grad_sample = None, None
-        losses = per_sample_loss(self.gsm(x), y)
-        with warnings.catch_warnings():  # opacus's hooks on the first layer (ids need no grad)
-            warnings.filterwarnings("ignore", message="Full backward hook is firing")
-            losses.sum().backward()
-        norms = torch.stack([p.grad_sample.flatten(1).pow(2).sum(1) for p in self.params]).sum(0).sqrt()
-        coef = clip_factors(norms, CLIP_NORM, "automatic", AUTO_CLIP_GAMMA)
-        for p in self.params:
-            g = torch.einsum("b,b...->...", coef, p.grad_sample)
-            noise = torch.randn(p.shape, generator=self.gen, device=p.device, dtype=p.dtype)
-            p.grad, p.grad_sample = (g + self.sigma * CLIP_NORM * noise) / self.B, None
-        return float(losses.detach().mean())
-
-
-class PhantomStep:
-    """Phantom Clipping (``privtrans.shared.dp.step.dp_gradient``): the step of every method."""
-
-    def __init__(self, model, sigma: float, expected_batch: int, generator: torch.Generator):
-        from privtrans.shared.dp.phantom import PhantomClipper
-
-        self.model, self.sigma, self.B, self.gen = model, sigma, expected_batch, generator
-        self.clipper = PhantomClipper(model)
-        self.last = float("nan")
-
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        from privtrans.shared.dp.step import dp_gradient
-
-        def loss_fn():
-            losses = per_sample_loss(self.model(x), y)
-            self.last = float(losses.detach().mean())
-            return losses
-
-        dp_gradient(self.model, loss_fn, max_grad_norm=CLIP_NORM, noise_multiplier=self.sigma,
-                    expected_batch_size=self.B, clipping="automatic", gamma=AUTO_CLIP_GAMMA,
-                    generator=self.gen, clipper=self.clipper)
-        return self.last
-
-
-def noise_only(model, sigma: float, expected_batch: int, generator: torch.Generator) -> None:
-    """The update of an empty Poisson batch: noise only (it must still be released)."""
-    for p in model.parameters():
-        if p.requires_grad:
-            noise = torch.randn(p.shape, generator=generator, device=p.device, dtype=p.dtype)
-            p.grad = sigma * CLIP_NORM * noise / expected_batch
-
-
 def make_dp_step(spec: "RunSpec", model, sigma: float, generator: torch.Generator):
-    """(step, engine name): Phantom Clipping unless ``spec.engine == 'opacus'``."""
-    if spec.engine == "opacus":
-        return OpacusStep(model, sigma, spec.batch_size, generator), "opacus-hooks"
-    return PhantomStep(model, sigma, spec.batch_size, generator), "phantom"
+    """(step, engine name): the shared DP step (Phantom unless ``spec.engine == 'opacus'``) with this
+    chapter's clipping (normalisation, C = 1, γ = 0.01) and next-item loss."""
+    from privtrans.shared.dp.step import make_dp_step as shared_step
+
+    step = shared_step(spec.engine, model, per_sample_loss, noise_multiplier=sigma,
+                       expected_batch_size=spec.batch_size, max_grad_norm=CLIP_NORM,
+                       clipping="automatic", gamma=AUTO_CLIP_GAMMA, generator=generator)
+    return step, ENGINE_NAMES[spec.engine]
 
 
 # ------------------------------------------------------------------------------------ training
@@ -236,6 +181,7 @@ def lr_factor(step: int, total: int, warmup_frac: float) -> float:
 def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
     """Train one model; return metrics, the Figure 6 curve, the privacy budget and the weights."""
     from privtrans.book.device import pick_device
+    from privtrans.shared.dp.step import noise_only
 
     device = torch.device(device) if device is not None else pick_device()
     t0 = time.perf_counter()
@@ -296,7 +242,8 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
         elif len(idx):
             losses.append(step_fn(xt[ix], yt[ix]))
         else:
-            noise_only(model, plan.noise_multiplier, spec.batch_size, gen)
+            noise_only(model, noise_multiplier=plan.noise_multiplier, expected_batch_size=spec.batch_size,
+                       max_grad_norm=CLIP_NORM, generator=gen)
         opt.step()
         sched.step()
         if step in eval_at:
@@ -352,7 +299,7 @@ def summarize(results: list[dict]) -> dict:
 
 
 def fmt_pm(mean: float, std: float, scale: float = 100.0) -> str:
-    """'4.57 ± 0.26' in percent, as the paper's tables."""
+    """'4.57 ± 0.26' in percent, as the paper's tables; '4.57 ± –' when there is no spread (one seed)."""
     if math.isnan(mean):
         return "–"
-    return f"{mean * scale:.2f} ± {std * scale:.2f}"
+    return f"{mean * scale:.2f} ± " + ("–" if math.isnan(std) else f"{std * scale:.2f}")

@@ -45,7 +45,7 @@ API
 call order (lookup first, head last), so self[0:index] = N1, self[1:dense] = N2, cross[0,1] = N3.
 ``PhantomClipper(model, cross_terms=False)`` drops the cross terms (wrong; used to show it).
 ``PhantomClipper(model, mode="ghost_all")`` always uses the Gram (ghost) form for dense terms
-(:mod:`privtrans.dpformer.ghost_baseline` builds the paper-style Ghost baseline on it).
+(the DPFormer chapter builds its paper-style Ghost baseline of Figure 3 on it).
 """
 
 from __future__ import annotations

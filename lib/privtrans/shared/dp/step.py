@@ -1,4 +1,5 @@
-"""A DP-SGD step with Phantom Clipping that plugs into opacus' optimizer and accountant.
+"""DP-SGD steps with Phantom Clipping: one that plugs into opacus' optimizer and accountant, and
+stateless ones for training loops that sample and account themselves.
 
 Phantom (:mod:`privtrans.shared.dp.phantom`) computes exact per-sample norms and the clipped sum
 Σ_i c_i g_i into ``p.grad``; opacus' ``DPOptimizerFastGradientClipping`` then adds
@@ -30,18 +31,28 @@ clipping="automatic", gamma=0.01, generator=None, clipper=None) -> torch.Tensor`
 form: sets every ``p.grad`` to (Σ_i c_i g_i + σ·C·N(0, I)) / expected_batch_size and returns the
 (B,) norms. No accounting: the caller charges the step.
 
+Training loops that do their own sampling and accounting call a step object instead:
+``make_dp_step(engine, model, per_sample_loss, *, noise_multiplier, expected_batch_size,
+max_grad_norm=1.0, clipping="automatic", gamma=0.01, generator=None)`` returns a
+:class:`PhantomStep` (``engine="phantom"``) or an :class:`OpacusHooksStep` (``engine="opacus"``,
+exact per-sample gradients from opacus hooks: a cross-check that differs only in cost). Both map
+``step(x, y) -> mean loss`` after setting ``p.grad`` as ``dp_gradient`` does, with
+``per_sample_loss(model(x), y) -> (B,)``. :func:`noise_only` is the update of an empty Poisson
+batch. :func:`gaussian_noise` is their noise draw, N(0, std²) per entry with std = σ·C (public
+torch API, the same draw as opacus' optimizer makes).
+
 Sampling: opacus' accountant assumes Poisson sampling at rate q; use ``opacus.data_loader.
 DPDataLoader`` for it, or state that fixed-size shuffled batches approximate it.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
 from opacus.accountants import RDPAccountant
 from opacus.optimizers import DPOptimizerFastGradientClipping
-from opacus.optimizers.optimizer import _generate_noise
 
 from .accounting import Budget, noise_for_epsilon
 from .clipping import clip_factors
@@ -123,6 +134,22 @@ class PhantomDPSGD:
         return Budget(self.epsilon(delta), delta, self.noise_multiplier, self.sample_rate, steps)
 
 
+def gaussian_noise(std: float, like: torch.Tensor, generator=None) -> torch.Tensor:
+    """N(0, std²) per entry, shaped like ``like`` (the Gaussian mechanism's draw; std = σ·C)."""
+    if std < 0:
+        raise ValueError(f"noise std must be >= 0, got {std}")
+    if std == 0:
+        return torch.zeros_like(like)
+    return torch.normal(0.0, float(std), like.shape, generator=generator, device=like.device, dtype=like.dtype)
+
+
+def _noise_and_average(params, std: float, expected_batch_size: int, generator) -> None:
+    """p.grad <- (p.grad + N(0, std²)) / B for every parameter (a missing grad counts as 0)."""
+    for p in params:
+        g = p.grad if p.grad is not None else torch.zeros_like(p)
+        p.grad = (g + gaussian_noise(std, g, generator)) / expected_batch_size
+
+
 def dp_gradient(model, loss_fn, *, max_grad_norm: float, noise_multiplier: float,
                 expected_batch_size: int, clipping: str = "automatic", gamma: float = 0.01,
                 generator=None, clipper: PhantomClipper | None = None) -> torch.Tensor:
@@ -132,7 +159,87 @@ def dp_gradient(model, loss_fn, *, max_grad_norm: float, noise_multiplier: float
         losses = loss_fn()
     norms = clipper.backward(losses)
     clipper.write_clipped_sum(clip_factors(norms, max_grad_norm, clipping, gamma))
-    for p in clipper.params.values():
-        noise = _generate_noise(noise_multiplier * max_grad_norm, p.grad, generator=generator)
-        p.grad = (p.grad + noise) / expected_batch_size
+    _noise_and_average(clipper.params.values(), noise_multiplier * max_grad_norm, expected_batch_size,
+                       generator)
     return norms.detach()
+
+
+class PhantomStep:
+    """``step(x, y) -> mean loss``: the DP gradient of one batch by Phantom Clipping (:func:`dp_gradient`).
+
+    One clipper per model, so its first-step validation against autograd runs once per training run.
+    """
+
+    def __init__(self, model, per_sample_loss, *, noise_multiplier: float, expected_batch_size: int,
+                 max_grad_norm: float = 1.0, clipping: str = "automatic", gamma: float = 0.01,
+                 generator=None):
+        clip_factors(torch.ones(1), max_grad_norm, clipping, gamma)  # validates the settings
+        self.model, self.loss = model, per_sample_loss
+        self.kw = dict(max_grad_norm=max_grad_norm, noise_multiplier=noise_multiplier,
+                       expected_batch_size=expected_batch_size, clipping=clipping, gamma=gamma,
+                       generator=generator)
+        self.clipper = PhantomClipper(model)
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        seen = []
+
+        def loss_fn():
+            losses = self.loss(self.model(x), y)
+            seen.append(float(losses.detach().mean()))
+            return losses
+
+        dp_gradient(self.model, loss_fn, clipper=self.clipper, **self.kw)
+        return seen[0]
+
+
+class OpacusHooksStep:
+    """The same DP gradient from opacus's exact per-sample gradients (``GradSampleModule``, hooks).
+
+    Materialises B·|θ| numbers, so it is only a cross-check of :class:`PhantomStep`; it follows a
+    module tie (nn.Embedding and nn.Linear sharing one Parameter).
+    """
+
+    def __init__(self, model, per_sample_loss, *, noise_multiplier: float, expected_batch_size: int,
+                 max_grad_norm: float = 1.0, clipping: str = "automatic", gamma: float = 0.01,
+                 generator=None):
+        from opacus import GradSampleModule
+
+        clip_factors(torch.ones(1), max_grad_norm, clipping, gamma)  # validates the settings
+        self.gsm = GradSampleModule(model, loss_reduction="sum")
+        self.loss = per_sample_loss
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.sigma, self.B, self.gen = noise_multiplier, expected_batch_size, generator
+        self.C, self.clipping, self.gamma = max_grad_norm, clipping, gamma
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        for p in self.params:
+            p.grad, p.grad_sample = None, None
+        losses = self.loss(self.gsm(x), y)
+        with warnings.catch_warnings():  # opacus's hooks on the first layer (ids need no grad)
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            losses.sum().backward()
+        norms = torch.stack([p.grad_sample.flatten(1).pow(2).sum(1) for p in self.params]).sum(0).sqrt()
+        coef = clip_factors(norms, self.C, self.clipping, self.gamma)
+        for p in self.params:
+            p.grad, p.grad_sample = torch.einsum("b,b...->...", coef, p.grad_sample), None
+        _noise_and_average(self.params, self.sigma * self.C, self.B, self.gen)
+        return float(losses.detach().mean())
+
+
+ENGINES = {"phantom": PhantomStep, "opacus": OpacusHooksStep}
+
+
+def make_dp_step(engine: str, model, per_sample_loss, **kw):
+    """The DP step of ``engine`` ('phantom' or 'opacus') for ``model``; keywords as :class:`PhantomStep`."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
+    return ENGINES[engine](model, per_sample_loss, **kw)
+
+
+def noise_only(model, *, noise_multiplier: float, expected_batch_size: int, max_grad_norm: float = 1.0,
+               generator=None) -> None:
+    """The update of an empty Poisson batch: p.grad = σ·C·N(0, I) / B (it must still be released)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.grad = None
+    _noise_and_average(params, noise_multiplier * max_grad_norm, expected_batch_size, generator)

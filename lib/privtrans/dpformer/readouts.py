@@ -1,0 +1,315 @@
+"""What each DPFormer notebook records: its experiment's output in, the dict of recorded values out.
+
+One function per notebook that records, named after its experiment; the notebook ends with
+``nb.record(**readouts.<experiment>(...))``. Every value that a claim in
+``data/dpformer/claims*.yaml`` reads comes from here, and so does every comparison behind it.
+
+A method, ε, seed or row that the input lacks never turns into 0 or a silent pass. Where a profile
+may leave it out on purpose (a method or ε not trained) the value is None, and the claims engine
+reports the claim as not judged; where the input contradicts itself (a grid cell without a run, a
+table without its required columns) a ValueError names what is missing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import claim31, efficiency, experiments, moments, reattention
+
+VANILLA, DPFORMER = "transformer", "dpformer"
+UNTIED = "transformer_untied"
+RNNS = ("gru", "lstm")
+NON_PRIVATE = "non-private"
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _num(v) -> float | None:
+    """A float, or None for a missing / NaN value (recorded as null, never as 0)."""
+    if v is None:
+        return None
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+def _increasing(values) -> bool | None:
+    """Strictly increasing; None with fewer than two values or any missing one (nothing to compare)."""
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    return bool(np.all(np.diff(values) > 0))
+
+
+def _decreasing(values) -> bool | None:
+    return _increasing([None if v is None else -v for v in values])
+
+
+def _ratio(a, b) -> float | None:
+    a, b = _num(a), _num(b)
+    return None if a is None or b is None or b <= 0 else a / b
+
+
+def _require(df: pd.DataFrame, columns, what: str) -> None:
+    absent = [c for c in columns if c not in df.columns]
+    if absent:
+        raise ValueError(f"{what} lacks the column(s) {absent}")
+
+
+def _ref(refs: pd.DataFrame, method: str, key: str = "ndcg@10") -> float:
+    row = refs[refs.method == method]
+    if row.empty:
+        raise ValueError(f"no reference row {method!r} (have {list(refs.method)})")
+    return float(row[key].iloc[0])
+
+
+# ------------------------------------------------------------------------------------ Figure 5
+LONG_TAIL_FIELDS = ("users", "items", "interactions", "density", "top20_share", "gini", "avg_len")
+
+
+def fig5_long_tail(movielens: dict, amazon_like: dict) -> dict:
+    """The two datasets' statistics (``data.long_tail_stats``) and how much sparser the second is."""
+    out = {}
+    for name, st in (("movielens", movielens), ("amazon_like", amazon_like)):
+        absent = [k for k in LONG_TAIL_FIELDS if k not in st]
+        if absent:
+            raise ValueError(f"{name} statistics lack {absent}")
+        out[name] = {k: (int(st[k]) if k in ("users", "items", "interactions") else float(st[k]))
+                     for k in LONG_TAIL_FIELDS}
+    out["sparsity_ratio"] = _ratio(movielens["density"], amazon_like["density"])
+    return out
+
+
+# ------------------------------------------------------------------------------------ Claim 3.1
+def claim31_phantom_exact(errors: pd.DataFrame, ghost_message: str, functional_tie: dict,
+                          clipped_errors: dict, n_samples: int) -> dict:
+    """Max relative norm error of each variant (``claim31.rel_errors``), what opacus and Phantom do
+    with a tie, and the error of the noise-free clipped gradient (per clipping mode)."""
+    _require(errors, claim31.VARIANTS, "the relative-error table")
+    if errors.empty or not clipped_errors or n_samples < 1:
+        raise ValueError("no sample was checked")
+    err = {m: float(errors[m].max()) for m in claim31.VARIANTS}
+    return {
+        "phantom_max_rel_err": err["phantom"],
+        "phantom_float32_max_rel_err": err["phantom_float32"],
+        "no_cross_max_rel_err": err["no_cross_term"],
+        "paper_eq2_max_rel_err": err["paper_eq2_as_printed"],
+        "opacus_hooks_max_rel_err": err["opacus_hooks"],
+        "opacus_ghost_refuses_tie": claim31.opacus_refuses_tie(ghost_message),
+        "opacus_functional_tie_max_underestimate": claim31.functional_tie_underestimate(functional_tie),
+        "phantom_refuses_functional_tie": claim31.phantom_refuses(functional_tie),
+        "clipped_grad_max_rel_err": float(max(clipped_errors.values())),
+        "n_samples_checked": int(n_samples),
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 3
+def fig3_memory_speed(measured: pd.DataFrame, modelled: pd.DataFrame, isolated: bool) -> dict:
+    """Figure 3's ratios (``efficiency.ratio_table``) and power-law slopes of extra memory in M.
+
+    The paper-style Ghost's slope uses only its unchunked points (a chunked run's memory is capped).
+    """
+    _require(measured, ["method", "M", "cpu_s", "extra_mb", "chunked"], "the measured sweep")
+    ratios = efficiency.ratio_table(measured)
+    tr = [float(v) for v in ratios["time: paper Ghost / Phantom"]]
+    ghost = measured[(measured.method == "paper_ghost") & ~measured.chunked.astype(bool)]
+    phantom = measured[measured.method == "phantom"]
+    return {
+        "Ms": [int(m) for m in ratios.index],
+        "time_ratio_ghost_phantom": tr,
+        "time_ratio_ghost_phantom_increasing": _increasing(tr),
+        "time_ratio_ghost_phantom_at_max_M": tr[-1],
+        "time_ratio_phantom_nonprivate": [float(v) for v in ratios["time: Phantom / non-private"]],
+        "time_ratio_hooks_phantom_at_max_M": float(ratios["time: opacus hooks / Phantom"].iloc[-1]),
+        "memory_ratio_phantom_nonprivate_max": float(ratios["memory: Phantom / non-private"].max()),
+        "memory_ratio_ghost_phantom": [float(v) for v in ratios["memory: paper Ghost / Phantom"]],
+        "ghost_memory_loglog_slope": _num(efficiency.loglog_slope(ghost.M, ghost.extra_mb.clip(lower=1))),
+        "phantom_memory_loglog_slope": _num(efficiency.loglog_slope(phantom.M, phantom.extra_mb.clip(lower=1))),
+        "ghost_unchunked_points": int(len(ghost)),
+        "isolated": bool(isolated),
+        "modelled_max_batch_ratio": [float(v) for v in modelled["Phantom / paper-style Ghost"]],
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 2
+def fig2_sharing_grid(grid: pd.DataFrame) -> dict:
+    """Figure 2 over the B × lr grid: where the tie beats both untied arms, and its best cell."""
+    cells = experiments.sharing_table(grid)
+    best = cells[experiments.TIED].idxmax()
+    largest = (grid.batch_size.max(), grid.lr.max())
+    return {
+        "frac_cells_sharing_wins": float(cells.sharing_wins.mean()),
+        "n_cells": int(len(cells)),
+        "mean_gain_points": float(100 * cells.gain.mean()),
+        "best_cell_shared": {"batch_size": int(best[0]), "lr": float(best[1])},
+        "best_shared_is_largest": bool(best == largest),
+        "best_ndcg": {m: float(cells[m].max()) for m in (experiments.TIED, *experiments.UNTIED_ARMS)},
+        "epsilon_spent": _num(grid.epsilon_spent.max()),
+    }
+
+
+# ------------------------------------------------------------------------------------ Tables 1, 2
+def mean_ndcg(runs: pd.DataFrame, method: str, epsilon) -> float | None:
+    """Mean NDCG@10 over the seeds of (method, ε); None when there is no such run."""
+    sub = runs[(runs.method == method) & (runs.epsilon == epsilon)]
+    return float(sub["ndcg@10"].mean()) if len(sub) else None
+
+
+def _per_eps(runs, epsilons, test, *methods) -> list | None:
+    """``test`` of the methods' mean NDCG@10 at each ε; None if any of them lacks a run at any ε."""
+    vals = [[mean_ndcg(runs, m, e) for m in methods] for e in epsilons]
+    if any(v is None for row in vals for v in row):
+        return None
+    return [test(*row) for row in vals]
+
+
+def table_orderings(runs: pd.DataFrame, epsilons) -> dict:
+    """The orderings Tables 1 and 2 claim, per ε in the order of ``epsilons``; NDCG@10 per method."""
+    return {
+        "dpformer_ge_vanilla": _per_eps(runs, epsilons, lambda d, v: bool(d >= v), DPFORMER, VANILLA),
+        "vanilla_gt_untied": _per_eps(runs, epsilons, lambda v, u: bool(v > u), VANILLA, UNTIED),
+        "vanilla_gt_rnns": _per_eps(runs, epsilons, lambda v, *r: bool(v > max(r)), VANILLA, *RNNS),
+        "rel_improvement": _per_eps(runs, epsilons, lambda d, v: d / v - 1 if v > 0 else None, DPFORMER, VANILLA),
+        "ndcg_by_method": {m: [mean_ndcg(runs, m, e) for e in epsilons] for m in runs.method.unique()},
+    }
+
+
+def _spread(spread: pd.DataFrame, method: str, column: str) -> float | None:
+    """Mean over ε of a seed-spread column; None when the method is absent or has one seed."""
+    v = spread.loc[spread.method == method, column]
+    return None if v.empty or v.isna().any() else float(v.mean())
+
+
+def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons) -> dict:
+    _require(runs, ["method", "epsilon", "seed", "ndcg@10", "hit@10", "epsilon_spent"], "the runs table")
+    spread = experiments.seed_spread(curves)
+    sv, sd = _spread(spread, VANILLA, "std_across_seeds"), _spread(spread, DPFORMER, "std_across_seeds")
+    return {
+        "ndcg": experiments.means(runs),
+        "epsilons": list(epsilons),
+        "n_seeds": int(runs.groupby(["method", "epsilon"]).seed.nunique().min()),
+        **table_orderings(runs, epsilons),
+        "most_popular_ndcg": _ref(refs, "most_popular"),
+        "best_dp_ndcg": float(runs.groupby(["method", "epsilon"])["ndcg@10"].mean().max()),
+        "spread_vanilla": sv,
+        "spread_dpformer": sd,
+        "spread_ratio": _ratio(sd, sv),
+        "fluctuation_vanilla": _spread(spread, VANILLA, "fluctuation"),
+        "fluctuation_dpformer": _spread(spread, DPFORMER, "fluctuation"),
+        "epsilon_spent_max": _num(runs.epsilon_spent.max()),
+    }
+
+
+def table1_movielens(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons) -> dict:
+    """Table 1 and Figure 6: mean NDCG@10 per method and ε, the orderings the paper claims, the
+    MostPopular anchor, and the seed spread of the vanilla Transformer and DPFormer during training."""
+    return _table_values(runs, curves, refs, epsilons)
+
+
+def table2_amazon_like(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons,
+                       grid: pd.DataFrame) -> dict:
+    """Table 2 as Table 1 (plus the oracle), and Figure 7: DPFormer − vanilla per grid cell."""
+    diffs = experiments.grid_differences(grid, DPFORMER, VANILLA)
+    key = [f"B{int(B)}_lr{lr:g}" for B, lr in zip(diffs.batch_size, diffs.lr)]
+    out = _table_values(runs, curves, refs, epsilons)
+    out.update(
+        oracle_ndcg=_ref(refs, "oracle"),
+        oracle_hit=_ref(refs, "oracle", "hit@10"),
+        grid_diffs=dict(zip(key, diffs["diff"].astype(float))),
+        diag_diffs=[float(v) for v in diffs.loc[diffs.on_diagonal, "diff"]],
+        frac_grid_dpformer_wins=float((diffs["diff"] > 0).mean()),
+        epsilon_spent_max=_num(max(runs.epsilon_spent.max(), grid.epsilon_spent.max())),
+    )
+    return out
+
+
+# ------------------------------------------------------------------------------------ Figure 4, Table 3
+def fig4_attention_distraction(mc: dict, sweep: pd.DataFrame, tail: int, table3: pd.DataFrame,
+                               paper_table3: pd.DataFrame, checks: pd.DataFrame) -> dict:
+    """Figure 4 (one draw set ``mc`` and the σ ``sweep``), Table 3's errors, the moment-rule checks.
+
+    ``checks`` rows whose rule names the paper are the paper's shortcuts, not our rules: left out.
+    """
+    _require(sweep, ["tail_logit_std", "inflation_noisy", "tv_noisy", "tv_reattention"], "the sweep")
+    inflation = [float(v) for v in sweep.inflation_noisy]
+    noisy = sweep.tail_logit_std > 0
+    ours = checks[~checks.rule.str.contains("paper")]
+    end_to_end = ours[ours.rule.str.contains("SASRec")]
+    t3 = moments.table3_errors(table3, paper_table3)
+    return {
+        "tail_truth": float(mc["truth"][tail]), "tail_noisy": float(mc["noisy"][tail]),
+        "tail_reattention": float(mc["corrected"][tail]),
+        "tv_noisy": reattention.total_variation(mc["noisy"], mc["truth"]),
+        "tv_reattention": reattention.total_variation(mc["corrected"], mc["truth"]),
+        "inflation": inflation,
+        "inflation_monotone": _increasing(inflation),
+        "inflation_at_max": inflation[-1] if inflation else None,
+        "frac_sweep_corrected_closer": (float((sweep.tv_reattention < sweep.tv_noisy)[noisy].mean())
+                                        if noisy.any() else None),
+        "table3_relu_max_rel_err": t3["relu_max_rel_err"],
+        "table3_eq8_min_rel_err": t3["eq8_min_rel_err"],
+        "table3_gelu_quad_max_rel_err": t3["gelu_quad_max_rel_err"],
+        "table3_gelu_via_relu_max_rel_err": t3["gelu_via_relu_max_rel_err"],
+        "table3_gelu_vs_paper_max_rel_diff": t3["gelu_vs_paper_max_rel_diff"],
+        "checks_max_abs_rel_err": _num(ours.rel_error.abs().max()) if len(ours) else None,
+        "checks_end_to_end_max_abs_rel_err": (_num(end_to_end.rel_error.abs().max())
+                                              if len(end_to_end) else None),
+    }
+
+
+# ------------------------------------------------------------------------------------ Figure 9
+def _cell(table: pd.DataFrame, method: str, epsilon, column: str) -> float | None:
+    """One (method, ε) value of a table indexed by (method, epsilon); None when absent.
+
+    The non-private reference has ε = None, which a groupby keeps as NaN."""
+    for (m, e), v in table[column].items():
+        same_eps = (epsilon is None and (e is None or e != e)) or (epsilon is not None and e == epsilon)
+        if m == method and same_eps:
+            return _num(v)
+    return None
+
+
+def _lt(a, b) -> bool | None:
+    return None if a is None or b is None else bool(a < b)
+
+
+def _gt(a, b) -> bool | None:
+    return _lt(b, a)
+
+
+def _fig9_views(t: pd.DataFrame, epsilons) -> dict:
+    """The quantities the Figure 9 claims compare, from one (method, ε)-indexed table of means."""
+    lo, hi = min(epsilons), max(epsilons)
+    kl = [_cell(t, VANILLA, e, "KL_to_nonprivate") for e in sorted(epsilons)]
+    return {
+        "kl_by_eps": kl, "kl_monotone": _decreasing(kl),
+        "kl_low": _cell(t, VANILLA, lo, "KL_to_nonprivate"), "kl_high": _cell(t, VANILLA, hi, "KL_to_nonprivate"),
+        "lean_low": _cell(t, VANILLA, lo, "rarity_lean"), "lean_high": _cell(t, VANILLA, hi, "rarity_lean"),
+        "lean_nonprivate": _cell(t, NON_PRIVATE, None, "rarity_lean"),
+        "dpformer_lean_low": _cell(t, DPFORMER, lo, "rarity_lean"),
+        "dpformer_kl_low": _cell(t, DPFORMER, lo, "KL_to_nonprivate"),
+    }
+
+
+def _frac_true(flags) -> float | None:
+    """Share of seeds on which a comparison holds; None if it cannot be made on some seed."""
+    return None if not flags or any(f is None for f in flags) else float(np.mean(flags))
+
+
+def fig9_attention_shift(shift: pd.DataFrame, epsilons, models: pd.DataFrame) -> dict:
+    """Figure 9: mean KL to the non-private attention and rarity lean per method and ε (over seeds
+    and blocks), and on what share of seeds each comparison holds. ``models`` has one row per model
+    (method, epsilon, seed, NDCG@10)."""
+    _require(shift, ["method", "epsilon", "seed", "KL_to_nonprivate", "rarity_lean"], "the shift table")
+    cols = ["KL_to_nonprivate", "rarity_lean"]
+    v = _fig9_views(shift.groupby(["method", "epsilon"], dropna=False)[cols].mean(), epsilons)
+    per_seed = [_fig9_views(g.groupby(["method", "epsilon"], dropna=False)[cols].mean(), epsilons)
+                for _, g in shift.groupby("seed")]
+    return {
+        **v,
+        "seeds_kl_monotone": _frac_true([s["kl_monotone"] for s in per_seed]),
+        "seeds_lean_low_gt_high": _frac_true([_gt(s["lean_low"], s["lean_high"]) for s in per_seed]),
+        "seeds_dpformer_lean_below": _frac_true([_lt(s["dpformer_lean_low"], s["lean_low"]) for s in per_seed]),
+        "seeds_dpformer_kl_below": _frac_true([_lt(s["dpformer_kl_low"], s["kl_low"]) for s in per_seed]),
+        "ndcg": models.groupby(["method", "epsilon"], dropna=False)["NDCG@10"].mean().reset_index().to_dict("records"),
+    }
