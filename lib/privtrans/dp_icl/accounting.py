@@ -20,12 +20,13 @@ The same mechanism can be accounted for by
 from __future__ import annotations
 
 import math
-import warnings
 from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm
+
+from privtrans.shared.dp.accounting import opacus_epsilon, opacus_noise_multiplier
 
 #: RDP orders from 1.01 to 1e6: the optimum for z ~ 1000 sits near alpha ~ 1e4
 EXTENDED_ALPHAS = tuple(np.round(np.concatenate([np.linspace(1.01, 10, 90), np.geomspace(10.5, 1e6, 400)]), 6))
@@ -76,20 +77,10 @@ def exact_epsilon(z: float, T: int, delta: float) -> float:
     return brentq(gap, 0.0, hi, xtol=1e-12, rtol=1e-10)
 
 
-def _opacus(name: str):
-    from opacus.accountants import PRVAccountant, RDPAccountant
-
-    return {"rdp": RDPAccountant, "prv": PRVAccountant}[name]()
-
-
 def rdp_epsilon(z: float, T: int, delta: float, q: float = 1.0, alphas=None) -> float:
     _check(z, T, delta)
     alphas = alphas or (EXTENDED_ALPHAS if q == 1.0 else SUBSAMPLED_ALPHAS)
-    acc = _opacus("rdp")
-    acc.history = [(float(z), float(q), int(T))]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(acc.get_epsilon(delta=delta, alphas=list(alphas)))
+    return opacus_epsilon(z, q, T, delta, "rdp", alphas=alphas)
 
 
 def prv_epsilon(z: float, T: int, delta: float, q: float = 1.0, eps_error: float | None = None) -> float:
@@ -97,11 +88,7 @@ def prv_epsilon(z: float, T: int, delta: float, q: float = 1.0, eps_error: float
     _check(z, T, delta)
     if eps_error is None:
         eps_error = max(1e-5, 0.01 * rdp_epsilon(z, T, delta, q))
-    acc = _opacus("prv")
-    acc.history = [(float(z), float(q), int(T))]
-    with warnings.catch_warnings():  # q = 1 makes log(1 - q) warn inside opacus
-        warnings.simplefilter("ignore")
-        return float(acc.get_epsilon(delta=delta, eps_error=eps_error))
+    return opacus_epsilon(z, q, T, delta, "prv", eps_error=eps_error)
 
 
 def epsilon(accountant: str, z: float, T: int, delta: float, q: float = 1.0) -> float:
@@ -143,14 +130,8 @@ def noise_multiplier(accountant: str, eps: float, delta: float, T: int, q: float
         return brentq(lambda z: f(z, T, delta) - eps, lo, hi, xtol=1e-10, rtol=1e-8)
     if accountant not in ("rdp", "prv"):
         raise ValueError(f"unknown accountant {accountant!r}; choose from {ACCOUNTANTS}")
-    from opacus.accountants.utils import get_noise_multiplier
-
     if accountant == "rdp":
-        kw = {"alphas": list(EXTENDED_ALPHAS if q == 1.0 else SUBSAMPLED_ALPHAS)}
+        kw = {"alphas": EXTENDED_ALPHAS if q == 1.0 else SUBSAMPLED_ALPHAS}
     else:
         kw = {"eps_error": eps / 100}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(get_noise_multiplier(target_epsilon=eps, target_delta=delta, sample_rate=q,
-                                          steps=int(T), accountant=accountant,
-                                          epsilon_tolerance=eps / 200, **kw))
+    return opacus_noise_multiplier(eps, delta, q, T, accountant, epsilon_tolerance=eps / 200, **kw)

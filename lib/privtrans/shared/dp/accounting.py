@@ -1,17 +1,60 @@
-"""Privacy accounting for DPFormer-style runs, delegated to opacus' RDP accountant.
+"""Privacy accounting through opacus' accountants, for every chapter.
 
-The paper names no accountant nor δ; it builds on fastDP, whose defaults are RDP and
-δ = 1/(2N), with sampling rate q = B/N. We use the same through opacus
-(``get_noise_multiplier(..., accountant="rdp")`` and ``RDPAccountant``). RDP assumes Poisson
-sampling; with shuffled fixed-size batches the stated ε is the usual approximation.
+- ``opacus_epsilon`` / ``opacus_noise_multiplier``: one call each into opacus' RDP or PRV
+  accountant (orders, PRV error and tolerance as the caller needs; DP-ICL passes orders up to 1e6
+  and relative tolerances, DPFormer opacus' defaults).
+- ``noise_for_epsilon`` / ``epsilon_spent`` / ``Budget``: DP-SGD runs as DPFormer states them. That
+  paper names no accountant nor δ; it builds on fastDP, whose defaults are RDP and δ = 1/(2N), with
+  sampling rate q = B/N. RDP assumes Poisson sampling; with shuffled fixed-size batches the stated
+  ε is the usual approximation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opacus.accountants import RDPAccountant
+import warnings
+
+from opacus.accountants import PRVAccountant, RDPAccountant
 from opacus.accountants.utils import get_noise_multiplier
+
+OPACUS_ACCOUNTANTS = {"rdp": RDPAccountant, "prv": PRVAccountant}
+
+
+def _accountant_kw(accountant: str, alphas, eps_error) -> dict:
+    if accountant not in OPACUS_ACCOUNTANTS:
+        raise ValueError(f"unknown opacus accountant {accountant!r}; choose from {tuple(OPACUS_ACCOUNTANTS)}")
+    kw = {}
+    if alphas is not None:
+        kw["alphas"] = list(alphas)
+    if eps_error is not None:
+        kw["eps_error"] = eps_error
+    return kw
+
+
+def opacus_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
+                   accountant: str = "rdp", alphas=None, eps_error: float | None = None) -> float:
+    """ε of ``steps`` subsampled Gaussian steps by an opacus accountant (its default RDP orders
+    unless ``alphas``; PRV's ``eps_error``). Full-batch steps (q = 1) make opacus warn about
+    log(1 - q); the warnings are silenced because the value is still right."""
+    kw = _accountant_kw(accountant, alphas, eps_error)
+    acc = OPACUS_ACCOUNTANTS[accountant]()
+    acc.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(acc.get_epsilon(delta=delta, **kw))
+
+
+def opacus_noise_multiplier(target_epsilon: float, delta: float, sample_rate: float, steps: int,
+                            accountant: str = "rdp", epsilon_tolerance: float = 0.01, alphas=None,
+                            eps_error: float | None = None) -> float:
+    """The noise multiplier opacus' ``get_noise_multiplier`` finds for (ε, δ) after ``steps`` steps."""
+    kw = _accountant_kw(accountant, alphas, eps_error)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta,
+                                          sample_rate=sample_rate, steps=int(steps), accountant=accountant,
+                                          epsilon_tolerance=epsilon_tolerance, **kw))
 
 
 def default_delta(n_train: int) -> float:
@@ -47,14 +90,11 @@ def noise_for_epsilon(target_epsilon: float, *, n_train: int, batch_size: int, e
     delta = default_delta(n_train) if delta is None else delta
     q = batch_size / n_train
     steps = max(1, int(round(epochs / q)))
-    sigma = get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=q,
-                                 steps=steps, accountant="rdp", epsilon_tolerance=0.01)
+    sigma = opacus_noise_multiplier(target_epsilon, delta, q, steps)
     eps = epsilon_spent(sigma, q, steps, delta)
     return Budget(eps, delta, sigma, q, steps)
 
 
 def epsilon_spent(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
     """ε after `steps` steps of the subsampled Gaussian mechanism (opacus RDP)."""
-    acc = RDPAccountant()
-    acc.history = [(noise_multiplier, sample_rate, steps)]
-    return acc.get_epsilon(delta=delta)
+    return opacus_epsilon(noise_multiplier, sample_rate, steps, delta)
