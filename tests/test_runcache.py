@@ -44,7 +44,8 @@ def test_a_damaged_entry_is_a_miss(tmp_path):
     cache.path("model", key).write_bytes(b"not a torch file")
     with pytest.warns(UserWarning, match="unreadable"):
         assert cache.get("model", key) is None
-    obj, hit = cache.get_or_make("model", {"seed": 0}, lambda: {"w": 2})
+    with pytest.warns(UserWarning, match="unreadable"):
+        obj, hit = cache.get_or_make("model", {"seed": 0}, lambda: {"w": 2})
     assert obj == {"w": 2} and not hit and cache.get("model", key) == {"w": 2}
 
 
