@@ -294,3 +294,18 @@ def test_a_predicate_that_is_none_is_not_judged(root):
     rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
                            {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
     assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]
+
+
+def test_compare_lists_the_verdicts_that_differ():
+    from privtrans.book.pipeline import compare
+
+    def summary(held_b, extra=()):
+        rows = [{"chapter": "merge", "id": "a", "held": True, "reason": "r"},
+                {"chapter": "merge", "id": "b", "held": held_b, "reason": f"why {held_b}"}]
+        return {"profile": "ci", "seed": 0, "claims": rows + list(extra)}
+
+    assert compare.differences(summary(False), summary(False)) == []
+    (line,) = compare.differences(summary(False), summary(None))
+    assert line.startswith("merge/b: not held -> not judged") and "why None" in line
+    extra = [{"chapter": "dp_icl", "id": "c", "held": True, "reason": "r"}]
+    assert compare.differences(summary(True), summary(True, extra)) == ["dp_icl/c: only in the new summary"]
