@@ -83,12 +83,12 @@ def _write_claims(root, text):
 CLAIMS = """
 paper: "A paper"
 claims:
-  - {id: a, paper_item: "Fig 1", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0"}
-  - {id: b, paper_item: "Fig 2", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5",
+  - {id: a, paper_item: "Fig 1", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0"}
+  - {id: b, paper_item: "Fig 2", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5",
      why_not: "too small at ci"}
-  - {id: c, paper_item: "Fig 3", statement: s, paper_value: 1, notebook: nb2, value: "nb2.y", predicate: "nb2.y"}
-  - {id: d, paper_item: "Fig 4", statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing"}
-  - {id: e, paper_item: "Fig 5", statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2",
+  - {id: c, paper_item: "Fig 3", kind: check, kind_why: "ours", statement: s, paper_value: 1, notebook: nb2, value: "nb2.y", predicate: "nb2.y"}
+  - {id: d, paper_item: "Fig 4", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing"}
+  - {id: e, paper_item: "Fig 5", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2",
      profiles: [ci, paper]}
 """
 
@@ -104,7 +104,31 @@ def test_claims_are_judged_held_not_held_or_not_judged(root):
     assert rows["d"]["held"] is None and "cannot evaluate" in rows["d"]["reason"]
     assert rows["e"]["held"] is None and "not judged at profile 'smoke'" in rows["e"]["reason"]
     table = claims.markdown_table(list(rows.values()), "smoke")
-    assert "1 of 5 claims held, 1 not held, 3 not judged" in table and table.count("\n| ") == 6
+    assert "of the paper's 4 claims reproduced here, 1 held, 1 not held, 2 not judged" in table
+    assert "0 of 1 checks of our own construction passed (0 failed, 1 not judged)" in table
+    assert table.count("\n| ") == 2 + 5, "two tables: two header rows, 4 reproductions and 1 check"
+    assert rows["a"]["kind"] == "reproduction" and rows["a"]["seeds"] == [None]
+
+
+def test_a_failed_precondition_is_not_judged_with_its_reason(root):
+    extra = ("  - {id: f, paper_item: F, kind: reproduction, statement: s, paper_value: 1, notebook: nb1, "
+             "value: nb1.x, predicate: 'nb1.x > 5', precondition: 'nb1.best > nb1.floor', "
+             "precondition_why: 'every model ends at the floor'}\n")
+    _write_claims(root, CLAIMS + extra)
+    doc = claims.load("dp_icl", root)
+    res = {"nb1": {"profile": "ci", "seed": 3, "values": {"x": 2.0, "best": 0.1, "floor": 0.1, "seeds": [3, 4]}}}
+    (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
+    assert row["held"] is None and row["reason"] == "not judged: precondition failed: every model ends at the floor"
+    assert row["seeds"] == [3, 4]
+    res["nb1"]["values"]["best"] = 0.2
+    (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
+    assert row["held"] is False
+
+
+def test_a_claim_needs_a_known_kind(root):
+    _write_claims(root, CLAIMS.replace("kind: reproduction", "kind: replication", 1))
+    with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, check"):
+        claims.load("dp_icl", root)
 
 
 def test_results_from_another_profile_are_not_judged(root):
@@ -226,7 +250,7 @@ def test_stale_results_of_notebooks_that_did_not_run_decide_nothing(root):
     assert judged["a"]["held"] is True
     stale = {r["id"]: r for r in report.judge_claims(root, "smoke", set())}
     assert stale["a"]["held"] is None and "has not run" in stale["a"]["reason"]
-    assert "0 of 5 claims held" in (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
+    assert "4 claims reproduced here, 0 held" in (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
 
 
 def test_notebook_names_are_checked(root):

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import PROFILES, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
+from .. import claims
 from . import cache, execute, html, report
 from .discover import discover
 
@@ -88,11 +89,11 @@ def main(argv=None) -> int:
 
     failed = [r for r in rows if r["status"] == "failed"]
     not_run = [r for r in rows if r["status"] == "not run"]
-    held = sum(c["held"] is True for c in claim_rows)
-    not_held = sum(c["held"] is False for c in claim_rows)
+    t = claims.tally(claim_rows)
+    rep, chk = t["reproduction"], t["check"]
     print(f"\n{len(rows) - len(failed) - len(not_run)}/{len(rows)} notebooks ok in {time.perf_counter() - t_start:.0f}s; "
-          f"claims: {held} held, {not_held} not held, {len(claim_rows) - held - not_held} not judged; "
-          f"summary: {summary.relative_to(root)}")
+          f"the paper's claims: {rep['held']} held, {rep['not_held']} not held, {rep['not_judged']} not judged; "
+          f"checks: {chk['held']} of {chk['total']} passed; summary: {summary.relative_to(root)}")
     if failed:
         for r in failed:
             print(f"  FAILED {r['chapter']}/{r['notebook']}: {r['error']}", file=sys.stderr)

@@ -35,7 +35,8 @@ def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], cl
         "profile": profile,
         "seed": seed,
         "notebooks": notebooks,
-        "claims": [{k: r[k] for k in ("chapter", "id", "paper_item", "paper_value", "value", "held", "reason")}
+        "claims": [{k: r[k] for k in ("chapter", "id", "kind", "paper_item", "paper_value", "value", "held",
+                                      "reason", "seeds")}
                    for r in claim_rows],
     }
     path = atomic_write_text(root / "_build" / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
@@ -46,15 +47,17 @@ def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], cl
 def write_status_page(root: Path, summary: dict):
     """book/_generated/status.md, included by the landing page."""
     lines = [f"Built {summary['built']} at profile **{summary['profile']}**, seed {summary['seed']}.", "",
-             "| Chapter | Notebooks run | Claims held | Not held | Not judged |", "|---|---|---|---|---|"]
+             "Only reproductions (statements of the paper tested on data this build produced) count as "
+             "the paper's claims; checks guard the book's own construction.", "",
+             "| Chapter | Notebooks run | Paper's claims held | Not held | Not judged | Checks passed |",
+             "|---|---|---|---|---|---|"]
     for ch in CHAPTERS:
         nbs = [n for n in summary["notebooks"] if n["chapter"] == ch]
-        cl = [c for c in summary["claims"] if c["chapter"] == ch]
+        t = claims.tally([c for c in summary["claims"] if c["chapter"] == ch])
+        rep, chk = t["reproduction"], t["check"]
         ok = sum(n["status"] == "ok" for n in nbs)
-        held = sum(c["held"] is True for c in cl)
-        nheld = sum(c["held"] is False for c in cl)
-        none = sum(c["held"] is None for c in cl)
-        lines.append(f"| {{doc}}`/book/{ch}` | {ok} / {len(nbs)} | {held} | {nheld} | {none} |")
+        lines.append(f"| {{doc}}`/book/{ch}` | {ok} / {len(nbs)} | {rep['held']} | {rep['not_held']} | "
+                     f"{rep['not_judged']} | {chk['held']} / {chk['total']} |")
     lines += ["", "| Notebook | Profile | Seconds | Status |", "|---|---|---|---|"]
     for n in summary["notebooks"]:
         lines.append(f"| {n['chapter']}/{n['notebook']} | {n['profile']} | {n['seconds']:.1f} | {n['status']} |")
