@@ -50,9 +50,9 @@ def test_every_notebook_ran_at_smoke(book):
     for c in summary["claims"]:
         assert set(c) >= {"chapter", "id", "paper_item", "paper_value", "value", "held", "reason"}
         assert c["held"] in (True, False, None) and c["reason"]
-    for line in proc.stdout.splitlines():
-        if line.startswith("  ") and "/" in line and line.strip().endswith(("ok", "failed")):
-            assert re.search(r"\d+\.\ds\s+ok", line), line
+    n = len(names)
+    done = [ln for ln in proc.stdout.splitlines() if re.match(r"\s+\[\d+/\d+\] \S+\s+\d+\.\ds ", ln)]
+    assert len(done) == n and all(f"/{n}]" in ln and re.search(r"\d+\.\ds\s+ok \(elapsed", ln) for ln in done)
 
 
 def test_executed_notebooks_have_outputs_and_results(book):
@@ -88,8 +88,21 @@ def test_a_second_run_is_cached(book):
     root, _ = book
     proc = pipeline(root, "--profile", "smoke", "--no-html")
     assert proc.returncode == 0
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("  ") and "/" in ln]
-    assert lines and all("(cached)" in ln for ln in lines)
+    lines = [ln for ln in proc.stdout.splitlines() if re.match(r"\s+\[\d+/\d+\]", ln)]
+    assert lines and all("ok (cached)" in ln for ln in lines)
+
+
+def test_a_damaged_state_entry_is_run_again(book):
+    root, _ = book
+    victim = discover(root)[0]
+    state = root / "_build" / "state" / victim.chapter / f"{victim.stem}.json"
+    state.write_text(state.read_text()[:20])  # cut short, as a kill mid-write once left it
+    proc = pipeline(root, "--profile", "smoke", "--no-html", "--chapter", victim.chapter)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "unreadable" in proc.stderr and "Traceback" not in proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if victim.label in ln and "s  ok" in ln)
+    assert "cached" not in line
+    assert json.loads(state.read_text())["status"] == "ok"
 
 
 def test_unknown_profile_is_refused(book):

@@ -333,3 +333,36 @@ def test_compare_lists_the_verdicts_that_differ():
     assert line.startswith("merge/b: not held -> not judged") and "why None" in line
     extra = [{"chapter": "dp_icl", "id": "c", "held": True, "reason": "r"}]
     assert compare.differences(summary(True), summary(True, extra)) == ["dp_icl/c: only in the new summary"]
+
+
+def test_one_build_at_a_time(root):
+    from privtrans.book.pipeline import progress
+
+    with progress.build_lock(root):
+        with pytest.raises(progress.Busy, match="another build is running in this checkout"):
+            with progress.build_lock(root):
+                pass
+    with progress.build_lock(root):  # released when the first one ends
+        pass
+
+
+def test_progress_counts_estimates_and_stops_in_one_line(root):
+    import io
+
+    from privtrans.book.pipeline import progress
+
+    nbs = [Notebook("dp_icl", root / f"notebooks/dp_icl/0{i}_x{i}.md") for i in (1, 2, 3)]
+    out = io.StringIO()
+    bar = progress.Progress(nbs, [10.0, 20.0, None], stream=out)
+    bar.done(nbs[0], 9.5, "ok (cached)")
+    with bar.running(nbs[1]):
+        pass
+    bar.done(nbs[1], 21.0, "ok")
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("  [1/3] dp_icl/01_x1") and "9.5s  ok (cached)" in lines[0]
+    assert "~0:20 left (+1 never timed)" in lines[0]
+    assert "[2/3]" in lines[1] and "start" in lines[1] and "last build 20s" in lines[1]
+    assert "[2/3]" in lines[2] and "21.0s  ok" in lines[2] and "no estimate yet" in lines[2]
+    with pytest.raises(progress.Interrupted, match=r"interrupted during dp_icl/03_x3: 2 finished and kept"):
+        with bar.running(nbs[2]):
+            raise KeyboardInterrupt

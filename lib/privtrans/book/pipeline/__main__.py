@@ -17,7 +17,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import PROFILES, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims
-from . import cache, execute, html, report
+from . import cache, execute, html, progress, report
 from .discover import discover
 
 
@@ -54,27 +54,47 @@ def main(argv=None) -> int:
     todo = [nb for nb in all_nbs if not chapters or nb.chapter in chapters]
     execute.remove_stale(root, all_nbs)
 
+    try:
+        with progress.build_lock(root):
+            t_start = time.perf_counter()
+            run_all(root, todo, profile, seed, args.force)
+            return finish(root, all_nbs, profile, seed, args.no_html, t_start)
+    except progress.Busy as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except progress.Interrupted as e:
+        print(f"\n{e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("\ninterrupted between notebooks: every finished notebook is kept; the last good HTML "
+              "book in _build/html is unchanged", file=sys.stderr)
+        return 130
+
+
+def run_all(root: Path, todo, profile: str, seed: int, force: bool):
+    """Run the notebooks whose inputs changed, one line each with i/n, time and an estimate."""
+    bar = progress.Progress(todo, [(cache.load_state(root, nb) or {}).get("seconds") for nb in todo])
     print(f"Running {len(todo)} notebook(s) at profile {profile}, seed {seed}", flush=True)
-    t_start = time.perf_counter()
     for nb in todo:
         key = cache.input_key(root, nb, profile, seed)
         old = cache.load_state(root, nb)
-        if (not args.force and old and old.get("key") == key and old.get("status") == "ok"
+        if (not force and old and old.get("key") == key and old.get("status") == "ok"
                 and execute.papermill_problem(execute.executed_path(root, nb)) is None):
-            print(f"  {nb.label:<48} {old['seconds']:7.1f}s  ok (cached)", flush=True)
+            bar.done(nb, old["seconds"], "ok (cached)", cached=True)
             continue
-        live = sys.stdout.isatty()  # a log file gets one line per notebook, a terminal a live one
-        if live:
-            print(f"  {nb.label:<48} ...", end="", flush=True)
-        res = execute.run(root, nb, profile, seed)
+        with bar.running(nb):
+            res = execute.run(root, nb, profile, seed)
         state = {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile, "seed": seed,
                  "seconds": round(res.seconds, 2), "status": res.status, "error": res.error,
                  "key": key if res.status == "ok" else None}
         cache.save_state(root, nb, state)
-        print(f"{chr(13) if live else ''}  {nb.label:<48} {res.seconds:7.1f}s  {res.status}", flush=True)
+        bar.done(nb, res.seconds, res.status)
         if res.error:
             print(f"    {res.error}", flush=True)
 
+
+def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start: float) -> int:
+    """Judge the claims, write the summary and pages, build the HTML when every notebook is good."""
     rows = []
     for nb in all_nbs:
         st = cache.load_state(root, nb) or {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile,
@@ -99,7 +119,7 @@ def main(argv=None) -> int:
             print(f"  FAILED {r['chapter']}/{r['notebook']}: {r['error']}", file=sys.stderr)
         print("not building the HTML book: the last good book in _build/html is left in place", file=sys.stderr)
         return 1
-    if args.no_html:
+    if no_html:
         return 0
     if not_run:
         # chapter pages link their notebooks and figures: a book with holes would not build with -W

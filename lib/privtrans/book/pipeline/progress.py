@@ -1,0 +1,109 @@
+"""What a long build shows while it runs, and how it stops.
+
+- one line per notebook, ``[i/n]``, with its time and an estimate of what is left from the previous
+  build's timings (a terminal also gets a line that counts the running notebook's seconds);
+- Ctrl-C ends the build with one line that says what finished and what is kept (every finished
+  notebook's executed copy and state, written atomically; the interrupted one is not kept);
+- one build at a time per checkout: a second one stops at once with a clear message.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class Busy(RuntimeError):
+    """Another build holds this checkout's lock."""
+
+
+class Interrupted(RuntimeError):
+    """The build was stopped with Ctrl-C; the message says what is kept."""
+
+
+@contextmanager
+def build_lock(root: Path):
+    """Hold ``_build/.lock`` (an OS lock, released when the process ends, however it ends)."""
+    path = root / "_build" / ".lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise Busy(f"another build is running in this checkout (pid {other}, lock {path}); "
+                       "wait for it to finish or stop it") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class Progress:
+    """Lines ``[i/n] chapter/notebook  seconds  status  (elapsed, ~left)`` for a list of notebooks."""
+
+    def __init__(self, notebooks, previous_seconds, stream=None):
+        self.n = len(notebooks)
+        self.previous = {nb: s for nb, s in zip(notebooks, previous_seconds)}
+        self.stream = stream or sys.stdout
+        self.live = self.stream.isatty()
+        self.started = time.perf_counter()
+        self.finished: list[str] = []
+
+    def _left(self, after) -> str:
+        rest = list(self.previous)[list(self.previous).index(after) + 1:]
+        known = [self.previous[nb] for nb in rest if self.previous[nb]]
+        if not rest:
+            return ""
+        guess = f"~{_clock(sum(known))} left" if known else "no estimate yet"
+        return guess + (f" (+{len(rest) - len(known)} never timed)" if known and len(known) < len(rest) else "")
+
+    def _prefix(self, nb) -> str:
+        return f"  [{len(self.finished) + 1}/{self.n}] {nb.label:<44}"
+
+    def done(self, nb, seconds: float, status: str, cached: bool = False):
+        line = f"{self._prefix(nb)} {seconds:7.1f}s  {status}"
+        tail = ", ".join(x for x in (f"elapsed {_clock(time.perf_counter() - self.started)}", self._left(nb)) if x)
+        print(f"{chr(13) if self.live else ''}{line}  ({tail})", file=self.stream, flush=True)
+        self.finished.append(nb.label)
+
+    @contextmanager
+    def running(self, nb):
+        """While a notebook runs: a ticking line on a terminal, a start line in a log."""
+        last = self.previous.get(nb)
+        hint = f"last build {last:.0f}s" if last else "not timed before"
+        stop = threading.Event()
+        if self.live:
+            t0 = time.perf_counter()
+
+            def tick():
+                while not stop.wait(1.0):
+                    print(f"\r{self._prefix(nb)} {time.perf_counter() - t0:7.0f}s  running ({hint})",
+                          end="", file=self.stream, flush=True)
+
+            threading.Thread(target=tick, daemon=True).start()
+        else:
+            print(f"{self._prefix(nb)}   start   ({hint})", file=self.stream, flush=True)
+        try:
+            yield
+        except KeyboardInterrupt:
+            stop.set()
+            kept = f"{len(self.finished)} finished and kept" + (
+                f" (last: {self.finished[-1]})" if self.finished else "")
+            raise Interrupted(f"interrupted during {nb.label}: {kept}; {nb.label} was not kept "
+                              f"and {self.n - len(self.finished) - 1} did not start; the last good "
+                              "HTML book in _build/html is unchanged") from None
+        finally:
+            stop.set()
