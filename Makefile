@@ -1,6 +1,7 @@
 # make book   - install the pinned environment, run every notebook (PROFILE=ci by default), build _build/html
 # make test   - same environment; pytest: lib/ unit tests, every notebook at profile smoke, the book with -W
 # make chapter CH=dp_icl   - re-run one chapter (cached notebooks are skipped), rebuild the book
+# make chapters            - the chapter keys as JSON (for CI)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,7 +10,7 @@ PROFILE ?= ci
 SEED ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: book chapter test env clean
+.PHONY: book chapter chapters test env clean
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +28,10 @@ book: $(STAMP)
 chapter: $(STAMP)
 	@test -n "$(CH)" || { echo "usage: make chapter CH=<$$($(PY) -m privtrans.book.chapters keys)>"; exit 2; }
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
+
+# the chapter registry as a JSON list (the CI workflow's matrix); needs no environment
+chapters:
+	@PYTHONPATH=lib $(PYTHON) -c 'import json; from privtrans.book.chapters import KEYS; print(json.dumps(list(KEYS)))'
 
 test: $(STAMP)
 	$(PY) -m pytest -q
