@@ -80,6 +80,9 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
     for nb in discover(root):
         page = (html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html").read_text()
         assert f"{nb.stem}.ipynb" in page
+        # the parameters it ran with, once: papermill's cell shown, the source's defaults hidden
+        assert "tag_injected-parameters" in page and "tag_parameters" not in page, nb.label
+        assert page.count("const THEBE_JS_URL") <= 1, f"{nb.label} declares THEBE_JS_URL twice"
     intro = (html / "book" / "intro.html").read_text()
     assert "profile <strong>smoke</strong>" in intro
 

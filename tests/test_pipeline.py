@@ -366,3 +366,37 @@ def test_progress_counts_estimates_and_stops_in_one_line(root):
     with pytest.raises(progress.Interrupted, match=r"interrupted during dp_icl/03_x3: 2 finished and kept"):
         with bar.running(nbs[2]):
             raise KeyboardInterrupt
+
+
+def test_a_page_with_a_script_twice_is_refused(tmp_path):
+    from privtrans.book.pipeline import html
+
+    page = '<html><script>const A = 1;</script><script src="x.js"></script><script>const A = 1;</script></html>'
+    (tmp_path / "p.html").write_text(page)
+    (problem,) = html.offline_problems(tmp_path, [])
+    assert "p.html includes a script twice: <script>const A = 1;" in problem
+    (tmp_path / "p.html").write_text(page.replace("const A = 1;</script></html>", "const B = 2;</script></html>"))
+    assert html.offline_problems(tmp_path, []) == []
+
+
+def test_only_the_parameters_a_notebook_ran_with_are_shown():
+    from privtrans.book.pipeline import html
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('profile = "ci"', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell('profile = "smoke"', metadata={"tags": ["injected-parameters"]}),
+        nbformat.v4.new_code_cell("x = 1")])
+    assert html.show_parameters_once(nb) and not html.show_parameters_once(nb)
+    assert [c.metadata.get("tags") for c in nb.cells] == [["parameters", "remove-cell"], ["injected-parameters"], None]
+
+
+def test_sphinx_page_keeps_each_script_once():
+    from sphinx.builders.html._assets import _JavaScript
+
+    from privtrans.book.pipeline import sphinx_page
+
+    scripts = [_JavaScript(None, body="const T = 1"), _JavaScript("a.js"), _JavaScript("", body="const T = 1"),
+               _JavaScript("a.js", **{"async": "async"})]
+    ctx = {"script_files": scripts}
+    sphinx_page.unique_scripts(None, "p", "page.html", ctx, None)
+    assert ctx["script_files"] == [scripts[0], scripts[1], scripts[3]]

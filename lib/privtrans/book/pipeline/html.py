@@ -8,9 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..chapters import toc_yaml
-from .discover import Notebook
+import nbformat
 
+from ..chapters import toc_yaml
+from ..runcache import atomic_write_text
+from .discover import Notebook
+from .execute import executed_path
+
+SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
 CDN = re.compile(r"""<(?:script|link)[^>]+(?:src|href)=["'](?:https?:)?//[^"']+""", re.I)
 
 
@@ -20,11 +25,17 @@ def jupyter_book() -> str:
 
 
 def offline_problems(html: Path, notebooks: list[Notebook]) -> list[str]:
-    """Remote scripts/styles in any page, or a notebook page without its .ipynb download."""
+    """Remote scripts/styles or a script included twice in any page, or a notebook page without
+    its .ipynb download."""
     problems = []
     for page in html.rglob("*.html"):
-        for m in CDN.finditer(page.read_text(errors="replace")):
+        text = page.read_text(errors="replace")
+        for m in CDN.finditer(text):
             problems.append(f"{page.relative_to(html)} loads {m.group(0)[-90:]}")
+        scripts = SCRIPT.findall(text)
+        twice = {s for s in scripts if scripts.count(s) > 1}
+        if twice:
+            problems.append(f"{page.relative_to(html)} includes a script twice: {min(twice)[:90]}")
     for nb in notebooks:
         page = html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html"
         src = html / "_sources" / "book" / "_executed" / nb.chapter / f"{nb.stem}.ipynb"
@@ -44,11 +55,28 @@ def toc_problem(root: Path) -> str | None:
     return None
 
 
+def show_parameters_once(notebook) -> bool:
+    """The page shows the parameters the notebook ran with (papermill's injected cell) and hides the
+    source's defaults, which would otherwise appear just above them."""
+    changed = False
+    for cell in notebook.cells:
+        tags = cell.metadata.get("tags", [])
+        if "parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+            changed = True
+    return changed
+
+
 def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     """Build into _build/jb, check, then swap into _build/html. Returns (ok, message)."""
     problem = toc_problem(root)
     if problem:
         return False, problem
+    for nb in notebooks:
+        path = executed_path(root, nb)
+        executed = nbformat.read(path, as_version=4)
+        if show_parameters_once(executed):
+            atomic_write_text(path, nbformat.writes(executed))
     out = root / "_build" / "jb"
     cmd = [jupyter_book(), "build", str(root), "--path-output", str(out), "-W", "-n", "--keep-going", "--all"]
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)

@@ -1,0 +1,30 @@
+"""A small Sphinx extension of the book's own, loaded from ``_config.yml``.
+
+- Each script once per page. sphinx-thebe (which Jupyter Book always loads) registers its inline
+  configuration script every time the build reads documents, and a page that declares
+  ``const THEBE_JS_URL`` twice stops with "Identifier 'THEBE_JS_URL' has already been declared".
+"""
+
+from __future__ import annotations
+
+
+def _key(js) -> tuple:
+    """What a script tag renders from: its file (None and '' both mean inline) and its attributes
+    (an inline script's body among them)."""
+    name = getattr(js, "filename", js) or None
+    return (str(name) if name else None, tuple(sorted((k, str(v)) for k, v in getattr(js, "attributes", {}).items())))
+
+
+def unique_scripts(app, pagename, templatename, context, doctree):
+    seen, kept = set(), []
+    for js in context.get("script_files", []):
+        k = _key(js)
+        if k not in seen:
+            seen.add(k)
+            kept.append(js)
+    context["script_files"] = kept
+
+
+def setup(app):
+    app.connect("html-page-context", unique_scripts, priority=1)  # html-page-context stops at the first handler that returns a template
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
