@@ -83,8 +83,12 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
         # the parameters it ran with, once: papermill's cell shown, the source's defaults hidden
         assert "tag_injected-parameters" in page and "tag_parameters" not in page, nb.label
         assert page.count("const THEBE_JS_URL") <= 1, f"{nb.label} declares THEBE_JS_URL twice"
+        assert "Re-run this chapter" in page and f"CH={nb.chapter}" in page, nb.label
     intro = (html / "book" / "intro.html").read_text()
     assert "profile <strong>smoke</strong>" in intro
+    assert "status.png" in intro and (html / "_images").is_dir() and "not built yet" in intro  # the dashboard
+    summary = json.loads((root / "_build" / "summary.json").read_text())
+    assert summary["machine"]["cores"] >= 1 and "torch" in summary["machine"]["versions"]
 
 
 def test_a_second_run_is_cached(book):

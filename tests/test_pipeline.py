@@ -400,3 +400,16 @@ def test_sphinx_page_keeps_each_script_once():
     ctx = {"script_files": scripts}
     sphinx_page.unique_scripts(None, "p", "page.html", ctx, None)
     assert ctx["script_files"] == [scripts[0], scripts[1], scripts[3]]
+
+
+def test_every_notebook_page_says_how_to_rerun_it(root):
+    from privtrans.book.pipeline import html
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title\n\nintro"),
+                                         nbformat.v4.new_code_cell("x = 1")])
+    nb.metadata["papermill"] = {"parameters": {"profile": "ci", "seed": 3}}
+    src = Notebook("merge", root / "notebooks" / "merge" / "05_table3_quality.md")
+    assert html.add_rerun_note(nb, src) and not html.add_rerun_note(nb, src)
+    note = nb.cells[1].source
+    assert "profile `ci`, seed 3" in note and "make chapter CH=merge PROFILE=paper" in note
+    assert "(smoke / paper)" in note and "notebooks/merge/05_table3_quality.md" in note

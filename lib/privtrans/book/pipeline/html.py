@@ -67,6 +67,25 @@ def show_parameters_once(notebook) -> bool:
     return changed
 
 
+RERUN_TAG = "privtrans-rerun"
+
+
+def add_rerun_note(notebook, nb: Notebook) -> bool:
+    """A line after the page's introduction: the profile and seed this page ran at and the commands that
+    re-run it (once; the cell is tagged so a second pass finds it)."""
+    if any(RERUN_TAG in c.metadata.get("tags", []) for c in notebook.cells):
+        return False
+    params = notebook.metadata.get("papermill", {}).get("parameters", {})
+    others = " / ".join(p for p in ("smoke", "ci", "paper") if p != params.get("profile"))
+    text = (f"*Ran at profile `{params.get('profile')}`, seed {params.get('seed')}.* Re-run this chapter "
+            f"at another profile ({others}) with `make chapter CH={nb.chapter} PROFILE=paper`, or open "
+            f"`notebooks/{nb.chapter}/{nb.source.name}` in Jupyter and set `profile` in its first cell.")
+    cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [RERUN_TAG]})
+    first_md = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown"), -1)
+    notebook.cells.insert(first_md + 1, cell)
+    return True
+
+
 def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     """Build into _build/jb, check, then swap into _build/html. Returns (ok, message)."""
     problem = toc_problem(root)
@@ -75,7 +94,7 @@ def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     for nb in notebooks:
         path = executed_path(root, nb)
         executed = nbformat.read(path, as_version=4)
-        if show_parameters_once(executed):
+        if show_parameters_once(executed) | add_rerun_note(executed, nb):
             atomic_write_text(path, nbformat.writes(executed))
     out = root / "_build" / "jb"
     cmd = [jupyter_book(), "build", str(root), "--path-output", str(out), "-W", "-n", "--keep-going", "--all"]

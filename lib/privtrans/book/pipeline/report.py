@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -10,7 +13,7 @@ from .. import claims
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
 from ..paths import generated_dir
-from ..runcache import atomic_write_text
+from ..runcache import atomic_write, atomic_write_text
 from ..session import load_results
 
 
@@ -29,11 +32,30 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[di
     return rows_all
 
 
+VERSIONED = ("torch", "opacus", "crypten", "numpy", "pandas", "scikit-learn", "papermill", "jupyter-book")
+
+
+def machine() -> dict:
+    """The machine and packages that built the book, read without importing the packages."""
+    from importlib import metadata
+
+    versions = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+    return {"platform": platform.platform(terse=True), "cpu": platform.machine(), "cores": os.cpu_count(),
+            "memory_gib": round(mem / 2**30, 1), "gpu": bool(shutil.which("nvidia-smi")), "versions": versions}
+
+
 def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], claim_rows: list[dict]) -> Path:
     summary = {
         "built": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "profile": profile,
         "seed": seed,
+        "machine": machine(),
         "notebooks": notebooks,
         "claims": [{k: r[k] for k in ("chapter", "id", "kind", "paper_item", "paper_value", "value", "held",
                                       "reason", "seeds")}
@@ -44,23 +66,70 @@ def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], cl
     return path
 
 
-def write_status_page(root: Path, summary: dict):
-    """book/_generated/status.md, included by the landing page."""
-    lines = [f"Built {summary['built']} at profile **{summary['profile']}**, seed {summary['seed']}.", "",
-             "Only reproductions (statements of the paper tested on data this build produced) count as "
-             "the paper's claims; checks guard the book's own construction.", "",
-             "| Chapter | Notebooks run | Paper's claims held | Not held | Not judged | Checks passed |",
-             "|---|---|---|---|---|---|"]
+def chapter_rows(summary: dict) -> list[dict]:
+    """Per chapter: notebooks run, the paper's claims by verdict, checks, minutes the notebooks took."""
+    rows = []
     for ch in CHAPTERS:
         nbs = [n for n in summary["notebooks"] if n["chapter"] == ch]
         t = claims.tally([c for c in summary["claims"] if c["chapter"] == ch])
-        rep, chk = t["reproduction"], t["check"]
-        ok = sum(n["status"] == "ok" for n in nbs)
-        lines.append(f"| {{doc}}`/book/{ch}` | {ok} / {len(nbs)} | {rep['held']} | {rep['not_held']} | "
-                     f"{rep['not_judged']} | {chk['held']} / {chk['total']} |")
-    lines += ["", "| Notebook | Profile | Seconds | Status |", "|---|---|---|---|"]
+        rows.append({"chapter": ch, "notebooks": len(nbs), "ok": sum(n["status"] == "ok" for n in nbs),
+                     **{f"rep_{k}": v for k, v in t["reproduction"].items()},
+                     **{f"check_{k}": v for k, v in t["check"].items()},
+                     "minutes": sum(n["seconds"] or 0 for n in nbs) / 60})
+    return rows
+
+
+def dashboard_figure(rows: list[dict], path: Path):
+    """The paper's claims per chapter as one stacked bar each: held / not held / not judged."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from ..plotting import subplots
+
+    built = [r for r in rows if r["notebooks"]]
+    df = pd.DataFrame([{"chapter": r["chapter"], "held": r["rep_held"], "not held": r["rep_not_held"],
+                        "not judged": r["rep_not_judged"]} for r in built]).set_index("chapter")
+    fig, ax = subplots(figsize=(6.4, 0.5 + 0.45 * max(1, len(df))))
+    if len(df):
+        df.plot.barh(stacked=True, ax=ax, color=["#2a9d8f", "#e76f51", "#b0b0b0"], width=0.7)
+        ax.invert_yaxis()
+        ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    ax.set(xlabel="the paper's claims (reproductions)", ylabel="")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120, bbox_inches="tight"))
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def write_status_page(root: Path, summary: dict):
+    """book/_generated/status.md, the landing page's dashboard, read from the summary alone."""
+    rows = chapter_rows(summary)
+    out = root / "book" / "_generated"
+    dashboard_figure(rows, out / "status.png")
+    m = summary.get("machine") or {}
+    lines = [f"Built {summary['built']} at profile **{summary['profile']}**, seed {summary['seed']}, on "
+             f"{m.get('platform', '?')} ({m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB, "
+             f"{'a GPU' if m.get('gpu') else 'no GPU'}).", "",
+             "Only reproductions (statements of the paper tested on data this build produced) count as "
+             "the paper's claims; checks guard the book's own construction.", "",
+             "```{image} /book/_generated/status.png", ":alt: the paper's claims per chapter: held, not held, not judged",
+             ":width: 80%", "```", "",
+             "| Chapter | Notebooks run | Paper's claims held | Not held | Not judged | Checks passed | Minutes |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if not r["notebooks"]:
+            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | |")
+            continue
+        lines.append(f"| {{doc}}`/book/{r['chapter']}` | {r['ok']} / {r['notebooks']} | {r['rep_held']} | "
+                     f"{r['rep_not_held']} | {r['rep_not_judged']} | {r['check_held']} / {r['check_total']} | "
+                     f"{r['minutes']:.1f} |")
+    versions = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items())
+    lines += ["", f"Packages: {versions}.", "", "| Notebook | Profile | Seconds | Status |", "|---|---|---|---|"]
     for n in summary["notebooks"]:
         lines.append(f"| {n['chapter']}/{n['notebook']} | {n['profile']} | {n['seconds']:.1f} | {n['status']} |")
-    out = root / "book" / "_generated"
     atomic_write_text(out / "status.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "chapters.md", landing_table())
