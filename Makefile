@@ -2,6 +2,7 @@
 # make test   - same environment; pytest: lib/ unit tests, every notebook at profile smoke, the book with -W
 # make chapter CH=dp_icl   - re-run one chapter (cached notebooks are skipped), rebuild the book
 # make chapters            - the chapter keys as JSON (for CI)
+# make lab                 - JupyterLab on notebooks/: the .md sources open as notebooks (jupytext)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,7 +11,7 @@ PROFILE ?= ci
 SEED ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: book chapter chapters test env clean
+.PHONY: book chapter chapters lab test env clean
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +33,11 @@ chapter: $(STAMP)
 # the chapter registry as a JSON list (the CI workflow's matrix); needs no environment
 chapters:
 	@PYTHONPATH=lib $(PYTHON) -c 'import json; from privtrans.book.chapters import KEYS; print(json.dumps(list(KEYS)))'
+
+# jupytext's contents manager opens notebooks/<chapter>/*.md as notebooks and saves only the .md;
+# the parameters cell says profile "ci", and privtrans is importable (installed editable)
+lab: $(STAMP)
+	PRIVTRANS_ROOT=$(CURDIR) $(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks --allow-root
 
 test: $(STAMP)
 	$(PY) -m pytest -q
