@@ -52,7 +52,7 @@ def test_every_notebook_ran_at_smoke(book):
         assert c["held"] in (True, False, None) and c["reason"]
     n = len(names)
     done = [ln for ln in proc.stdout.splitlines() if re.match(r"\s+\[\d+/\d+\] \S+\s+\d+\.\ds ", ln)]
-    assert len(done) == n and all(f"/{n}]" in ln and re.search(r"\d+\.\ds\s+ok \(elapsed", ln) for ln in done)
+    assert len(done) == n and all(f"/{n}]" in ln and re.search(r"\d+\.\ds\s+ok\s+\(elapsed", ln) for ln in done)
 
 
 def test_executed_notebooks_have_outputs_and_results(book):
