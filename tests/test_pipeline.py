@@ -413,3 +413,14 @@ def test_every_notebook_page_says_how_to_rerun_it(root):
     note = nb.cells[1].source
     assert "profile `ci`, seed 3" in note and "make chapter CH=merge PROFILE=paper" in note
     assert "(smoke / paper)" in note and "notebooks/merge/05_table3_quality.md" in note
+
+
+def test_readout_arithmetic_never_invents_a_value():
+    import math as m
+
+    from privtrans.book import readouts as R
+
+    assert R.num(None) is None and R.num(m.nan) is None and R.num("2.5") == 2.5
+    assert R.ratio(1, 0) is None and R.ratio(1, -2) is None and R.ratio(None, 1) is None and R.ratio(3, 2) == 1.5
+    assert R.strict(max, [1, None, 3]) is None and R.strict(all, []) is None and R.strict(min, [2, 1]) == 1
+    assert R.mean([1.0, 2.0]) == 1.5 and R.mean([1.0, None]) is None

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from privtrans.book.readouts import mean
+
 from . import accounting, reference
 from .experiments import (DP_RIDGE, DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE, GD, ROBUSTNESS, accountant_gain,
                           dpsgd_ratios, noisyhead)
@@ -74,14 +76,6 @@ def _wide_means(summary: pd.DataFrame, methods, Ns, eps) -> pd.DataFrame:
     return pd.DataFrame({m: _table(_rows(summary, m), "N", "eps", Ns, eps, m).stack() for m in methods})
 
 
-def _mean(values) -> float | None:
-    """Mean of the values; None when there are none or any is None (undefined, not 0)."""
-    values = list(values)
-    if not values or any(v is None for v in values):
-        return None
-    return float(np.mean(values))
-
-
 def frac_decreasing(values) -> float | None:
     """Fraction of consecutive pairs that decrease (1.0 = monotone decreasing); None below two values."""
     v = np.asarray(values, float)
@@ -103,9 +97,9 @@ def _trends(dp: pd.DataFrame) -> dict:
     return {
         "fall_ratio": fall,                                      # excess(N_max) / excess(N_min) per eps
         "all_fall": all(r < 1 for r in fall.values()) if fall else None,
-        "frac_decreasing_in_n": _mean(frac_decreasing(dp[e]) for e in eps),
+        "frac_decreasing_in_n": mean(frac_decreasing(dp[e]) for e in eps),
         # adjacent eps pairs (per N) where the excess falls as eps grows
-        "frac_ordered_by_eps": _mean(frac_decreasing(dp.loc[N, eps]) for N in Ns),
+        "frac_ordered_by_eps": mean(frac_decreasing(dp.loc[N, eps]) for N in Ns),
     }
 
 

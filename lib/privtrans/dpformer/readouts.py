@@ -12,10 +12,10 @@ table without its required columns) a ValueError names what is missing.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
+
+from privtrans.book.readouts import num, ratio
 
 from . import claim31, efficiency, experiments, moments, reattention
 
@@ -26,14 +26,6 @@ NON_PRIVATE = "non-private"
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _num(v) -> float | None:
-    """A float, or None for a missing / NaN value (recorded as null, never as 0)."""
-    if v is None:
-        return None
-    v = float(v)
-    return None if math.isnan(v) else v
-
-
 def _increasing(values) -> bool | None:
     """Strictly increasing; None with fewer than two values or any missing one (nothing to compare)."""
     if len(values) < 2 or any(v is None for v in values):
@@ -43,11 +35,6 @@ def _increasing(values) -> bool | None:
 
 def _decreasing(values) -> bool | None:
     return _increasing([None if v is None else -v for v in values])
-
-
-def _ratio(a, b) -> float | None:
-    a, b = _num(a), _num(b)
-    return None if a is None or b is None or b <= 0 else a / b
 
 
 def _require(df: pd.DataFrame, columns, what: str) -> None:
@@ -76,7 +63,7 @@ def fig5_long_tail(movielens: dict, amazon_like: dict) -> dict:
             raise ValueError(f"{name} statistics lack {absent}")
         out[name] = {k: (int(st[k]) if k in ("users", "items", "interactions") else float(st[k]))
                      for k in LONG_TAIL_FIELDS}
-    out["sparsity_ratio"] = _ratio(movielens["density"], amazon_like["density"])
+    out["sparsity_ratio"] = ratio(movielens["density"], amazon_like["density"])
     return out
 
 
@@ -123,8 +110,8 @@ def fig3_memory_speed(measured: pd.DataFrame, modelled: pd.DataFrame, isolated: 
         "time_ratio_hooks_phantom_at_max_M": float(ratios["time: opacus hooks / Phantom"].iloc[-1]),
         "memory_ratio_phantom_nonprivate_max": float(ratios["memory: Phantom / non-private"].max()),
         "memory_ratio_ghost_phantom": [float(v) for v in ratios["memory: paper Ghost / Phantom"]],
-        "ghost_memory_loglog_slope": _num(efficiency.loglog_slope(ghost.M, ghost.extra_mb.clip(lower=1))),
-        "phantom_memory_loglog_slope": _num(efficiency.loglog_slope(phantom.M, phantom.extra_mb.clip(lower=1))),
+        "ghost_memory_loglog_slope": num(efficiency.loglog_slope(ghost.M, ghost.extra_mb.clip(lower=1))),
+        "phantom_memory_loglog_slope": num(efficiency.loglog_slope(phantom.M, phantom.extra_mb.clip(lower=1))),
         "ghost_unchunked_points": int(len(ghost)),
         "isolated": bool(isolated),
         "modelled_max_batch_ratio": [float(v) for v in modelled["Phantom / paper-style Ghost"]],
@@ -144,7 +131,7 @@ def fig2_sharing_grid(grid: pd.DataFrame) -> dict:
         "best_cell_shared": {"batch_size": int(best[0]), "lr": float(best[1])},
         "best_shared_is_largest": bool(best == largest),
         "best_ndcg": {m: float(cells[m].max()) for m in (experiments.TIED, *experiments.UNTIED_ARMS)},
-        "epsilon_spent": _num(grid.epsilon_spent.max()),
+        "epsilon_spent": num(grid.epsilon_spent.max()),
     }
 
 
@@ -193,10 +180,10 @@ def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
         "best_dp_ndcg": float(runs.groupby(["method", "epsilon"])["ndcg@10"].mean().max()),
         "spread_vanilla": sv,
         "spread_dpformer": sd,
-        "spread_ratio": _ratio(sd, sv),
+        "spread_ratio": ratio(sd, sv),
         "fluctuation_vanilla": _spread(spread, VANILLA, "fluctuation"),
         "fluctuation_dpformer": _spread(spread, DPFORMER, "fluctuation"),
-        "epsilon_spent_max": _num(runs.epsilon_spent.max()),
+        "epsilon_spent_max": num(runs.epsilon_spent.max()),
     }
 
 
@@ -218,7 +205,7 @@ def table2_amazon_like(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFr
         grid_diffs=dict(zip(key, diffs["diff"].astype(float))),
         diag_diffs=[float(v) for v in diffs.loc[diffs.on_diagonal, "diff"]],
         frac_grid_dpformer_wins=float((diffs["diff"] > 0).mean()),
-        epsilon_spent_max=_num(max(runs.epsilon_spent.max(), grid.epsilon_spent.max())),
+        epsilon_spent_max=num(max(runs.epsilon_spent.max(), grid.epsilon_spent.max())),
     )
     return out
 
@@ -251,8 +238,8 @@ def fig4_attention_distraction(mc: dict, sweep: pd.DataFrame, tail: int, table3:
         "table3_gelu_quad_max_rel_err": t3["gelu_quad_max_rel_err"],
         "table3_gelu_via_relu_max_rel_err": t3["gelu_via_relu_max_rel_err"],
         "table3_gelu_vs_paper_max_rel_diff": t3["gelu_vs_paper_max_rel_diff"],
-        "checks_max_abs_rel_err": _num(ours.rel_error.abs().max()) if len(ours) else None,
-        "checks_end_to_end_max_abs_rel_err": (_num(end_to_end.rel_error.abs().max())
+        "checks_max_abs_rel_err": num(ours.rel_error.abs().max()) if len(ours) else None,
+        "checks_end_to_end_max_abs_rel_err": (num(end_to_end.rel_error.abs().max())
                                               if len(end_to_end) else None),
     }
 
@@ -265,7 +252,7 @@ def _cell(table: pd.DataFrame, method: str, epsilon, column: str) -> float | Non
     for (m, e), v in table[column].items():
         same_eps = (epsilon is None and (e is None or e != e)) or (epsilon is not None and e == epsilon)
         if m == method and same_eps:
-            return _num(v)
+            return num(v)
     return None
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from privtrans.book.readouts import num, ratio, strict
+
 from . import cost_experiments as C
 from . import quality_experiments as Q
 
@@ -45,36 +47,9 @@ def _need(have, want, what: str):
         raise MissingResult(f"{what}: nothing for {missing} (have {sorted(map(str, set(have)))})")
 
 
-def _num(x) -> float | None:
-    """A float, or None for a missing (None / NaN) value."""
-    return None if x is None or pd.isna(x) else float(x)
-
-
-def _ratio(a, b) -> float | None:
-    a, b = _num(a), _num(b)
-    return None if a is None or b is None or b == 0 else a / b
-
-
-def _max(values) -> float | None:
-    """The max, or None when any value is missing (a missing value could be the max)."""
-    values = list(values)
-    return None if not values or any(v is None for v in values) else max(values)
-
-
-def _min(values) -> float | None:
-    values = list(values)
-    return None if not values or any(v is None for v in values) else min(values)
-
-
-def _all(flags) -> bool | None:
-    """all(), or None when any flag is missing."""
-    flags = list(flags)
-    return None if not flags or any(f is None for f in flags) else all(flags)
-
-
 def _cut(value, base) -> float | None:
     """1 - value / base: the share of ``base`` that is gone; None when base is 0."""
-    r = _ratio(value, base)
+    r = ratio(value, base)
     return None if r is None else 1 - r
 
 
@@ -133,7 +108,7 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
         speed = s["speed-up (loopback)"].to_dict()
         out[f"{prefix}frac_bytes"] = frac
         out[f"{prefix}speedup_time"] = speed
-        out[f"{prefix}merge_frac_over_closed_form"] = _ratio(frac["merge"], _ratio(cf["merge"], cf[BASE]))
+        out[f"{prefix}merge_frac_over_closed_form"] = ratio(frac["merge"], ratio(cf["merge"], cf[BASE]))
         out[f"{prefix}merge_fastest"] = _is_best(speed, "merge", max)
         if arch == "gpt":
             out.update(_gpt_cost_rows(df, variants, s, frac, cf))
@@ -154,7 +129,7 @@ def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
     soft_secs = {v: _group(secs_t, v, "Softmax") for v in MM_VARIANTS}
     speed = s["speed-up (loopback)"]
     return dict(
-        frac_closed_form_tiny={v: _ratio(cf[v], cf[BASE]) for v in cf},
+        frac_closed_form_tiny={v: ratio(cf[v], cf[BASE]) for v in cf},
         embed_cut={v: _cut(_group(bytes_t, v, "Embed"), _group(bytes_t, BASE, "Embed")) for v in ER_VARIANTS},
         mm_softmax_bytes=soft_bytes,
         mm_softmax_seconds=soft_secs,
@@ -216,7 +191,7 @@ def fig6_retraining(runs: dict, teacher, task: str) -> dict:
     teacher_ce = teacher.history["val"]["ce"][-1]
     # the architecture swap: validation CE right after the student is built from the teacher (step 0)
     # against the teacher's own final validation CE
-    swap = {v: _ratio(r.history["val"]["ce"][0], teacher_ce) for v, r in runs.items()}
+    swap = {v: ratio(r.history["val"]["ce"][0], teacher_ce) for v, r in runs.items()}
     m = rows["merge"]
     return dict(runs=rows, task=task, swap_ce_jump=swap, teacher_val_ce=teacher_ce,
                 merge_converged=m["converged"], merge_stable=m["stable"],
@@ -233,7 +208,7 @@ def _table3_value(table: pd.DataFrame, task: str, model: str, metric: str) -> fl
     row = table[(table.task == task) & (table.model == model)]
     if row.empty:
         raise MissingResult(f"Table 3 has no row {model!r} for task {task!r}")
-    return _num(row[metric].iloc[0])
+    return num(row[metric].iloc[0])
 
 
 def _closer(table, task, a, b, metric="chrF++") -> bool | None:
@@ -251,9 +226,9 @@ def _table3_task(table: pd.DataFrame, task: str) -> dict:
         "metrics": {m: {label: val(label, m) for label, _, _ in Q.TABLE3_ROWS} for m in Q.METRIC_ORDER},
         "status": dict(zip(rows.model, rows.status)),
         # a teacher at chrF++ 0 leaves nothing to collapse: the ratio is undefined, not 0
-        "er_no_train_chrf_ratio": _ratio(er_chrf, val(TEACHER, "chrF++")),
+        "er_no_train_chrf_ratio": ratio(er_chrf, val(TEACHER, "chrF++")),
         "merge_minus_sf2relu_bertproxy": None if None in (merge_bert, sf2relu_bert) else merge_bert - sf2relu_bert,
-        "merge_over_sf2relu_chrf": _ratio(merge_chrf, val(SF2RELU, "chrF++")),
+        "merge_over_sf2relu_chrf": ratio(merge_chrf, val(SF2RELU, "chrF++")),
         # a diverged MERGE did not recover (False); a missing ER-without-training row leaves it open (None)
         "merge_beats_er_no_train": (None if er_chrf is None else False if merge_chrf is None
                                     else merge_chrf > er_chrf),
@@ -273,10 +248,10 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
     return dict(
         per_task=rec,
         tasks=list(tasks),
-        max_er_no_train_chrf_ratio=_max(r["er_no_train_chrf_ratio"] for r in rec.values()),
-        max_merge_gap_bertproxy=_max(gaps),
-        min_merge_over_sf2relu_chrf=_min(r["merge_over_sf2relu_chrf"] for r in rec.values()),
-        merge_beats_er_no_train_all=_all(r["merge_beats_er_no_train"] for r in rec.values()),
+        max_er_no_train_chrf_ratio=strict(max, [r["er_no_train_chrf_ratio"] for r in rec.values()]),
+        max_merge_gap_bertproxy=strict(max, gaps),
+        min_merge_over_sf2relu_chrf=strict(min, [r["merge_over_sf2relu_chrf"] for r in rec.values()]),
+        merge_beats_er_no_train_all=strict(all, [r["merge_beats_er_no_train"] for r in rec.values()]),
         # a pair that cannot be compared (a diverged row) does not count as closer
         n_single_closer=sum(r[k] is True for r in rec.values()
                             for k in ("only_er_closer_than_merge", "only_mm_closer_than_merge")),
@@ -286,13 +261,13 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
 
 
 def _noise_readout(g: pd.DataFrame, metric: str) -> dict:
-    clean, noisy = _num(g[metric].iloc[0]), _num(g[metric].iloc[-1])
+    clean, noisy = num(g[metric].iloc[0]), num(g[metric].iloc[-1])
     mid = g[(g.rel_mse >= MID_MSE[0]) & (g.rel_mse <= MID_MSE[1])]
     drop = None if None in (clean, noisy) else clean - noisy
     return {"clean": clean, "max_noise": noisy, "drop": drop,
             # a model already at 0 has nothing to lose: its relative drop is undefined, not 0
-            "rel_drop": _ratio(drop, clean),
-            "mid_mean": _num(mid[metric].mean()) if len(mid) else None}
+            "rel_drop": ratio(drop, clean),
+            "mid_mean": num(mid[metric].mean()) if len(mid) else None}
 
 
 def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
@@ -341,6 +316,6 @@ def private_generation(results: dict, cost: pd.DataFrame, n_new: int) -> dict:
         n_prompts=len(next(iter(results.values()))["private"]), n_new=n_new,
         private_ids={v: r["private"] for v, r in results.items()},
         cost=per.to_dict(),
-        merge_round_ratio=_ratio(per.loc[BASE, "rounds"], per.loc["merge", "rounds"]) if both else None,
-        merge_byte_ratio=_ratio(per.loc[BASE, "MiB"], per.loc["merge", "MiB"]) if both else None,
+        merge_round_ratio=ratio(per.loc[BASE, "rounds"], per.loc["merge", "rounds"]) if both else None,
+        merge_byte_ratio=ratio(per.loc[BASE, "MiB"], per.loc["merge", "MiB"]) if both else None,
     )
