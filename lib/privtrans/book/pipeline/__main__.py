@@ -80,7 +80,7 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool):
         old = cache.load_state(root, nb)
         if (not force and old and old.get("key") == key and old.get("status") == "ok"
                 and execute.papermill_problem(execute.executed_path(root, nb)) is None):
-            bar.done(nb, old["seconds"], "ok (cached)", cached=True)
+            bar.done(nb, old["seconds"], "ok (cached)")
             continue
         with bar.running(nb):
             res = execute.run(root, nb, profile, seed)

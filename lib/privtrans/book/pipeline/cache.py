@@ -95,9 +95,8 @@ def _with_parents(mod: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def used_modules(root: Path, seeds) -> set[str]:
+def used_modules(graph: dict, seeds) -> set[str]:
     """Every privtrans module that importing ``seeds`` executes (parents' ``__init__`` included)."""
-    graph = _graph(root / "lib" / PACKAGE)
     todo = [m for s in seeds for m in _with_parents(s) if m in graph]
     seen: set[str] = set()
     while todo:
@@ -116,7 +115,7 @@ def input_files(root: Path, nb: Notebook) -> list[Path]:
     seeds = {_module_name(lib, p) for p in chapter_pkg.rglob("*.py")} if chapter_pkg.is_dir() else set()
     seeds |= _named_in(nb.source.read_text())
     graph = _graph(lib)
-    shared = [graph[m][0] for m in used_modules(root, seeds) if m.startswith(f"{PACKAGE}.shared")]
+    shared = [graph[m][0] for m in used_modules(graph, seeds) if m.startswith(f"{PACKAGE}.shared")]
     machinery = [p for p in _files(lib / "book")
                  if not p.relative_to(lib).as_posix().startswith(MACHINERY_NOT_INPUTS)]
     data = [p for p in _files(root / "data" / nb.chapter) if not _judged_after(p.name)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..chapters import toc_yaml
+from ..chapters import PROFILES, toc_yaml
 from ..runcache import atomic_write_text
 from .discover import Notebook
 from .execute import executed_path
@@ -76,7 +76,7 @@ def add_rerun_note(notebook, nb: Notebook) -> bool:
     if any(RERUN_TAG in c.metadata.get("tags", []) for c in notebook.cells):
         return False
     params = notebook.metadata.get("papermill", {}).get("parameters", {})
-    others = " / ".join(p for p in ("smoke", "ci", "paper") if p != params.get("profile"))
+    others = " / ".join(p for p in PROFILES if p != params.get("profile"))
     text = (f"*Ran at profile `{params.get('profile')}`, seed {params.get('seed')}.* Re-run this chapter "
             f"at another profile ({others}) with `make chapter CH={nb.chapter} PROFILE=paper`, or open "
             f"`notebooks/{nb.chapter}/{nb.source.name}` in Jupyter and set `profile` in its first cell.")

@@ -73,7 +73,7 @@ class Progress:
     def _prefix(self, nb) -> str:
         return f"  [{len(self.finished) + 1}/{self.n}] {nb.label:<44}"
 
-    def done(self, nb, seconds: float, status: str, cached: bool = False):
+    def done(self, nb, seconds: float, status: str):
         line = f"{self._prefix(nb)} {seconds:7.1f}s  {status}"
         tail = ", ".join(x for x in (f"elapsed {_clock(time.perf_counter() - self.started)}", self._left(nb)) if x)
         print(f"{chr(13) if self.live else ''}{line}  ({tail})", file=self.stream, flush=True)

@@ -14,7 +14,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
 from ..paths import generated_dir
 from ..runcache import atomic_write, atomic_write_text
-from ..session import load_results
+from ..session import load_results, versions
 
 
 def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[dict]:
@@ -32,22 +32,11 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[di
     return rows_all
 
 
-VERSIONED = ("torch", "opacus", "crypten", "numpy", "pandas", "scikit-learn", "papermill", "jupyter-book")
-
-
 def machine() -> dict:
-    """The machine and packages that built the book, read without importing the packages."""
-    from importlib import metadata
-
-    versions = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
+    """The machine and packages that built the book."""
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
     return {"platform": platform.platform(terse=True), "cpu": platform.machine(), "cores": os.cpu_count(),
-            "memory_gib": round(mem / 2**30, 1), "gpu": bool(shutil.which("nvidia-smi")), "versions": versions}
+            "memory_gib": round(mem / 2**30, 1), "gpu": bool(shutil.which("nvidia-smi")), "versions": versions()}
 
 
 def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], claim_rows: list[dict]) -> Path:
