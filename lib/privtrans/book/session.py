@@ -49,13 +49,18 @@ def _jsonable(v):
     return v
 
 
+VERSIONED = ("torch", "opacus", "crypten", "numpy", "pandas", "scikit-learn", "papermill", "jupyter-book")
+
+
 def versions() -> dict:
+    """Python's and the main packages' versions, read from their metadata (nothing is imported)."""
+    from importlib import metadata
+
     out = {"python": platform.python_version(), "privtrans": __version__}
-    for name in ("numpy", "torch", "opacus", "crypten", "pandas"):
+    for name in VERSIONED:
         try:
-            mod = __import__(name)
-            out[name] = getattr(mod, "__version__", "?")
-        except Exception:  # noqa: BLE001 - a missing optional package is not an error here
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:  # an optional package that is not installed
             pass
     return out
 
