@@ -1,5 +1,6 @@
 # make book   - install the pinned environment, run every notebook (PROFILE=ci by default), build _build/html
-# make test   - same environment; pytest: lib/ unit tests, every notebook at profile smoke, the book with -W
+# make test   - same environment; pytest: lib/ unit tests, every notebook at profile smoke, the book with -W,
+#               the book opened in headless Chromium (make browser installs Debian's chromium as root)
 # make chapter CH=dp_icl   - re-run one chapter (cached notebooks are skipped), rebuild the book
 # make chapters            - the chapter keys as JSON (for CI)
 # make lab                 - JupyterLab on notebooks/: the .md sources open as notebooks (jupytext)
@@ -11,7 +12,7 @@ PROFILE ?= ci
 SEED ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: book chapter chapters lab test env clean
+.PHONY: book chapter chapters lab test env browser clean
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +40,17 @@ chapters:
 lab: $(STAMP)
 	PRIVTRANS_ROOT=$(CURDIR) $(PY) -m jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks --allow-root
 
-test: $(STAMP)
+# Debian's chromium and chromedriver for the browser test (tests/test_browser.py): installed where this
+# runs as root with apt-get (CI); elsewhere the test skips and says how to install them
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's chromium and chromium-driver for the browser test"; \
+	  apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; \
+	else echo "note: no chromium/chromedriver, the browser test will skip: apt-get install chromium chromium-driver"; fi
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 clean:

@@ -1,4 +1,32 @@
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 # Tests share 2 cores with nothing else in CI; keep BLAS from oversubscribing when pytest-xdist is absent.
 os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+REPO = Path(__file__).resolve().parents[1]
+IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".git", "__pycache__",
+                                ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
+
+
+def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PRIVTRANS_ROOT=str(root))
+    return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory):
+    """The whole book at profile smoke, built once per session in a copy of the checkout (test_book
+    and the browser test share it)."""
+    root = tmp_path_factory.mktemp("book") / "repo"
+    shutil.copytree(REPO, root, ignore=IGNORE)
+    proc = pipeline(root, "--profile", "smoke")
+    print(proc.stdout[-6000:], proc.stderr[-6000:])
+    assert proc.returncode == 0, f"smoke build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return root, proc

@@ -3,12 +3,7 @@ through papermill, the claims are judged, Jupyter Book builds with -W, and the H
 Then a deliberately broken notebook must fail the build by name and cell, leaving the book in place."""
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -16,26 +11,9 @@ import pytest
 from privtrans.book.chapters import KEYS as CHAPTERS
 from privtrans.book.pipeline.discover import discover
 
-REPO = Path(__file__).resolve().parents[1]
-IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".git", "__pycache__",
-                                ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
+from conftest import pipeline  # the smoke book itself is the session fixture `book` in conftest.py
+
 pytestmark = pytest.mark.book
-
-
-def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PRIVTRANS_ROOT=str(root))
-    return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=1500)
-
-
-@pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    root = tmp_path_factory.mktemp("book") / "repo"
-    shutil.copytree(REPO, root, ignore=IGNORE)
-    proc = pipeline(root, "--profile", "smoke")
-    print(proc.stdout[-6000:], proc.stderr[-6000:])
-    assert proc.returncode == 0, f"smoke build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    return root, proc
 
 
 def test_every_notebook_ran_at_smoke(book):
@@ -163,3 +141,13 @@ def test_a_broken_notebook_fails_the_build_and_keeps_the_last_book(book):
     summary = json.loads((root / "_build" / "summary.json").read_text())
     row = next(n for n in summary["notebooks"] if n["notebook"] == victim.stem)
     assert row["status"] == "failed" and "deliberately broken" in row["error"]
+
+
+def test_training_progress_reaches_the_terminal_not_the_pages(book):
+    root, proc = book
+    # privtrans.book.progress_bar in dpformer's and merge's training loops, echoed by the pipeline
+    shown = re.findall(r"^\r?\s+(dpformer|merge)/\w+: .*\|.*\d+/\d+", proc.stdout, re.M)
+    assert {"dpformer", "merge"} <= set(shown), proc.stdout[-3000:]
+    for nb in discover(root):
+        text = (root / "book" / "_executed" / nb.chapter / f"{nb.stem}.ipynb").read_text()
+        assert "it/s]" not in text and "s/it]" not in text, f"a progress bar landed on the page of {nb.label}"

@@ -358,7 +358,7 @@ def test_progress_counts_estimates_and_stops_in_one_line(root):
     with bar.running(nbs[1]):
         pass
     bar.done(nbs[1], 21.0, "ok")
-    lines = out.getvalue().splitlines()
+    lines = [ln for ln in out.getvalue().split("\n") if ln]
     assert lines[0].startswith("  [1/3] dp_icl/01_x1") and "9.5s  ok (cached)" in lines[0]
     assert "~0:20 left (+1 never timed)" in lines[0]
     assert "[2/3]" in lines[1] and "start" in lines[1] and "last build 20s" in lines[1]
@@ -397,9 +397,13 @@ def test_sphinx_page_keeps_each_script_once():
 
     scripts = [_JavaScript(None, body="const T = 1"), _JavaScript("a.js"), _JavaScript("", body="const T = 1"),
                _JavaScript("a.js", **{"async": "async"})]
+    before = list(scripts)
     ctx = {"script_files": scripts}
     sphinx_page.unique_scripts(None, "p", "page.html", ctx, None)
-    assert ctx["script_files"] == [scripts[0], scripts[1], scripts[3]]
+    assert ctx["script_files"] == [before[0], before[1], before[3]]
+    # in place: a handler that runs later (sphinx.ext.mathjax) appends to the builder's own list
+    assert ctx["script_files"] is scripts
+    assert ctx["default_mode"] == "light"  # no "invalid theme mode" console error on a first visit
 
 
 def test_every_notebook_page_says_how_to_rerun_it(root):
@@ -415,6 +419,28 @@ def test_every_notebook_page_says_how_to_rerun_it(root):
     assert "(smoke / paper)" in note and "notebooks/merge/05_table3_quality.md" in note
 
 
+def test_launch_buttons_follow_the_repository_url(root):
+    from privtrans.book.pipeline import html
+
+    src = Notebook("merge", root / "notebooks" / "merge" / "05_table3_quality.md")
+    assert html.launch_links({"url": "", "branch": "main"}, src) == []  # hidden while no url is set
+    assert html.launch_links({"url": "https://example.org/a/b"}, src) == []  # not a GitHub repository
+    assert html.launch_links(html.repository_config(root), src) == []  # the checkout's _config.yml sets none
+    (label, url), = html.launch_links({"url": "https://github.com/o/book.git", "branch": "dev"}, src)
+    assert label == "Launch on Binder"
+    assert url == "https://mybinder.org/v2/gh/o/book/dev?urlpath=lab/tree/notebooks/merge/05_table3_quality.md"
+    both = html.launch_links({"url": "https://github.com/o/book", "ipynb_branch": "ipynb"}, src)
+    assert both[1] == ("Open in Colab", "https://colab.research.google.com/github/o/book/blob/ipynb/"
+                                        "notebooks/merge/05_table3_quality.ipynb")
+    # the page's note gains the buttons once a url is set, in the same cell
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T")])
+    nb.metadata["papermill"] = {"parameters": {"profile": "ci", "seed": 0}}
+    assert html.add_rerun_note(nb, src, {"url": ""}) and "privtrans-launch" not in nb.cells[1].source
+    assert html.add_rerun_note(nb, src, {"url": "https://github.com/o/book"}) and len(nb.cells) == 2
+    assert 'href="https://mybinder.org/v2/gh/o/book/main?' in nb.cells[1].source
+    assert not html.add_rerun_note(nb, src, {"url": "https://github.com/o/book"})
+
+
 def test_readout_arithmetic_never_invents_a_value():
     import math as m
 
@@ -424,3 +450,54 @@ def test_readout_arithmetic_never_invents_a_value():
     assert R.ratio(1, 0) is None and R.ratio(1, -2) is None and R.ratio(None, 1) is None and R.ratio(3, 2) == 1.5
     assert R.strict(max, [1, None, 3]) is None and R.strict(all, []) is None and R.strict(min, [2, 1]) == 1
     assert R.mean([1.0, 2.0]) == 1.5 and R.mean([1.0, None]) is None
+
+
+def test_progress_bars_reach_the_terminal_not_the_page(tmp_path, monkeypatch):
+    import io
+
+    from privtrans.book import progress_bar
+    from privtrans.book.pipeline.execute import echo_progress
+
+    log, out = tmp_path / "nb.progress.log", io.StringIO()
+    monkeypatch.setenv(progress_bar.LOG_ENV, str(log))
+    page = io.StringIO()
+    monkeypatch.setattr("sys.stderr", page)  # what a kernel's stderr would put on the page
+    with echo_progress(log, "merge/04_fig6_retraining", stream=out, every=0.05):
+        assert sum(progress_bar.steps(range(50), desc="train")) == sum(range(50))
+    lines = [ln for ln in out.getvalue().split("\n") if ln]
+    assert lines and all(ln.startswith("\r      merge/04_fig6_retraining: train") for ln in lines)
+    assert "50/50" in lines[-1] and "\r" not in lines[-1][1:]  # one clean line per refresh
+    assert page.getvalue() == ""
+    monkeypatch.delenv(progress_bar.LOG_ENV)  # outside the pipeline the bar is plain stderr
+    list(progress_bar.steps(range(3), desc="x"))
+    assert "3/3" in page.getvalue()
+
+
+def test_seedflip_compares_one_chapter_and_refuses_a_useless_baseline(tmp_path, monkeypatch, capsys):
+    from privtrans.book.chapters import ParameterError
+    from privtrans.book.pipeline import seedflip
+
+    def claim(ch, cid, held):
+        return {"chapter": ch, "id": cid, "held": held, "reason": f"r{held}"}
+
+    old = {"profile": "ci", "seed": 0, "claims": [claim("merge", "a", True), claim("merge", "b", False),
+                                                  claim("dp_icl", "c", True)]}
+    new = {"profile": "ci", "seed": 1, "claims": [claim("merge", "a", True), claim("merge", "b", None),
+                                                  claim("dp_icl", "c", False)]}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(old))
+    monkeypatch.setattr(seedflip, "build_at_seed", lambda root, ch, profile, seed: new)
+    assert seedflip.main(["--chapter", "merge", "--against", str(path), "--root", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "merge/b: not held -> not judged" in out and "dp_icl" not in out  # the other chapter is not compared
+    assert "seed 0: 1 held, 1 not held" in out
+    with pytest.raises(SystemExit, match="seed 0 already"):
+        seedflip.main(["--chapter", "merge", "--seed", "0", "--against", str(path)])
+    with pytest.raises(SystemExit, match="profile 'ci', not 'smoke'"):
+        seedflip.main(["--chapter", "merge", "--profile", "smoke", "--against", str(path)])
+    with pytest.raises(SystemExit, match="no claim of chapter 'taft'"):
+        seedflip.main(["--chapter", "taft", "--against", str(path)])
+    with pytest.raises(SystemExit, match="does not exist"):
+        seedflip.main(["--chapter", "merge", "--against", str(tmp_path / "none.json")])
+    with pytest.raises(ParameterError, match="allowed values"):
+        seedflip.main(["--chapter", "nope", "--against", str(path)])

@@ -42,6 +42,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from privtrans.book.progress_bar import steps
+
 from . import metrics
 from .data import Split
 
@@ -228,7 +230,7 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
         return out
 
     model.train()
-    for step in range(1, total + 1):
+    for step in steps(range(1, total + 1), desc=f"{spec.method} eps={spec.epsilon}"):
         if plan is not None:  # Poisson sampling, as the accountant assumes
             idx = np.flatnonzero(rng.random(n) < plan.sample_rate)
         else:

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from privtrans.book.device import pick_device
+from privtrans.book.progress_bar import steps
 from privtrans.book.runcache import RunCache
 from privtrans.shared.models import plain_gpt
 from privtrans.shared.models.plain_gpt import GPTConfig, TinyGPT, attention_probs, causal_mask, variant_config
@@ -295,7 +296,7 @@ def _train(model: TinyGPT, prep: Prepared, recipe: Recipe, loss_fn, seed: int) -
 
     model.train()
     validate(0)
-    for step in range(recipe.steps):
+    for step in steps(range(recipe.steps), desc="train"):
         idx = torch.randint(len(train), (recipe.batch,), generator=g)
         batch = train[idx.to(dev)]
         # drop the all-pad tail of the batch: shorter sequences are faster and change nothing

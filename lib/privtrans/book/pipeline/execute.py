@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
 import nbformat
 
+from ..progress_bar import LOG_ENV
 from ..runcache import atomic_write_text
 from .discover import Notebook
 
@@ -64,6 +68,39 @@ def _kernel_config(sockets: str):
     return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
 
 
+@contextmanager
+def echo_progress(log: Path, label: str, stream=None, every: float = 1.0):
+    """Echo the lines a notebook's progress bars append to ``log`` (privtrans.book.progress_bar) to the
+    build's terminal while it runs, each with the notebook's name; the page never sees them."""
+    stream = stream or sys.stdout
+    log.unlink(missing_ok=True)
+    stop, pos = threading.Event(), [0]
+
+    def drain():
+        if log.is_file():
+            with open(log, encoding="utf-8", errors="replace") as f:
+                f.seek(pos[0])
+                chunk = f.read()
+            done, _, _ = chunk.rpartition("\n")  # whole lines only; a half-written one waits
+            if done:
+                pos[0] += len((done + "\n").encode("utf-8"))
+                for line in done.splitlines():
+                    print(f"\r      {label}: {line}", file=stream, flush=True)
+
+    def loop():
+        while not stop.wait(every):
+            drain()
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+        drain()
+
+
 def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
@@ -78,18 +115,21 @@ def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
     if out_ipynb.exists():
         out_ipynb.unlink()
 
-    env_before = {k: os.environ.get(k) for k in ("PRIVTRANS_ROOT", "PYTHONPATH")}
+    env_before = {k: os.environ.get(k) for k in ("PRIVTRANS_ROOT", "PYTHONPATH", LOG_ENV)}
+    progress_log = work / f"{nb.stem}.progress.log"
+    os.environ[LOG_ENV] = str(progress_log)  # progress bars in the kernel write there (echo_progress)
     os.environ["PRIVTRANS_ROOT"] = str(root)  # the kernel inherits it: results land in this checkout
     os.environ["PYTHONPATH"] = os.pathsep.join(  # ... and imports this checkout's lib/
         p for p in (str(root / "lib"), env_before["PYTHONPATH"]) if p)
     t0 = time.perf_counter()
     sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
     try:
-        pm.execute_notebook(
-            str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
-            kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
-            config=_kernel_config(sockets),
-        )
+        with echo_progress(progress_log, nb.label):
+            pm.execute_notebook(
+                str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
+                kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
+                config=_kernel_config(sockets),
+            )
     except PapermillExecutionError as e:
         where = f"code cell {_code_cell_number(notebook, e.source)} (`{_first_line(e.source)}`)"
         return Outcome("failed", time.perf_counter() - t0,

@@ -68,18 +68,55 @@ def show_parameters_once(notebook) -> bool:
 
 
 RERUN_TAG = "privtrans-rerun"
+BINDER = "https://mybinder.org/v2/gh"
+COLAB = "https://colab.research.google.com/github"
 
 
-def add_rerun_note(notebook, nb: Notebook) -> bool:
-    """A line after the page's introduction: the profile and seed this page ran at and the commands that
-    re-run it (once; the cell is tagged so a second pass finds it)."""
-    if any(RERUN_TAG in c.metadata.get("tags", []) for c in notebook.cells):
-        return False
+def launch_links(repository: dict | None, nb: Notebook) -> list[tuple[str, str]]:
+    """(label, url) of the launch buttons for a notebook page, from ``repository`` in ``_config.yml``;
+    none while no GitHub url is set. Jupyter Book's own buttons would point at book/_executed/, which
+    is not in git, so the book makes its own. Binder opens the .md source (jupytext is in the
+    environment Binder builds from environment.yml). Colab opens only .ipynb files from GitHub and the
+    book keeps .md only, so Colab appears only when ``ipynb_branch`` names a branch holding the .ipynb
+    form (``jupytext --to ipynb notebooks/*/*.md`` committed there)."""
+    repo = repository or {}
+    m = re.fullmatch(r"https://github\.com/([^/\s]+)/([^/\s]+?)(?:\.git)?/?", (repo.get("url") or "").strip())
+    if not m:
+        return []
+    owner, name = m.groups()
+    branch = repo.get("branch") or "main"
+    src = f"notebooks/{nb.chapter}/{nb.source.name}"
+    links = [("Launch on Binder", f"{BINDER}/{owner}/{name}/{branch}?urlpath=lab/tree/{src}")]
+    if repo.get("ipynb_branch"):
+        ipynb = src[: -len(nb.source.suffix)] + ".ipynb"
+        links.append(("Open in Colab", f"{COLAB}/{owner}/{name}/blob/{repo['ipynb_branch']}/{ipynb}"))
+    return links
+
+
+def repository_config(root: Path) -> dict:
+    import yaml
+
+    return (yaml.safe_load((root / "_config.yml").read_text()) or {}).get("repository") or {}
+
+
+def add_rerun_note(notebook, nb: Notebook, repository: dict | None = None) -> bool:
+    """A line after the page's introduction: the profile and seed this page ran at, the commands that
+    re-run it and, where a repository url is configured, the launch buttons. The cell is tagged, so a
+    later pass updates it (say, once a url is set) instead of adding a second one. True if changed."""
     params = notebook.metadata.get("papermill", {}).get("parameters", {})
     others = " / ".join(p for p in PROFILES if p != params.get("profile"))
     text = (f"*Ran at profile `{params.get('profile')}`, seed {params.get('seed')}.* Re-run this chapter "
             f"at another profile ({others}) with `make chapter CH={nb.chapter} PROFILE=paper`, or open "
             f"`notebooks/{nb.chapter}/{nb.source.name}` in Jupyter and set `profile` in its first cell.")
+    links = launch_links(repository, nb)
+    if links:
+        text += "\n\n" + " ".join(f'<a class="privtrans-launch" href="{url}">{label}</a>' for label, url in links)
+    old = next((c for c in notebook.cells if RERUN_TAG in c.metadata.get("tags", [])), None)
+    if old is not None:
+        if old.source == text:
+            return False
+        old.source = text
+        return True
     cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [RERUN_TAG]})
     first_md = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown"), -1)
     notebook.cells.insert(first_md + 1, cell)
@@ -91,10 +128,11 @@ def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     problem = toc_problem(root)
     if problem:
         return False, problem
+    repository = repository_config(root)
     for nb in notebooks:
         path = executed_path(root, nb)
         executed = nbformat.read(path, as_version=4)
-        if show_parameters_once(executed) | add_rerun_note(executed, nb):
+        if show_parameters_once(executed) | add_rerun_note(executed, nb, repository):
             atomic_write_text(path, nbformat.writes(executed))
     out = root / "_build" / "jb"
     cmd = [jupyter_book(), "build", str(root), "--path-output", str(out), "-W", "-n", "--keep-going", "--all"]

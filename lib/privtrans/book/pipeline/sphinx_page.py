@@ -3,6 +3,9 @@
 - Each script once per page. sphinx-thebe (which Jupyter Book always loads) registers its inline
   configuration script every time the build reads documents, and a page that declares
   ``const THEBE_JS_URL`` twice stops with "Identifier 'THEBE_JS_URL' has already been declared".
+- A colour mode on a first visit. pydata-sphinx-theme starts from the page context's
+  ``default_mode``, which Jupyter Book never sets, so every page logged "Got invalid theme mode: ."
+  as a console error until the reader picked a mode.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ def _key(js) -> tuple:
 
 
 def unique_scripts(app, pagename, templatename, context, doctree):
+    context.setdefault("default_mode", "light")
     seen, kept = set(), []
     for js in context.get("script_files", []):
         k = _key(js)
         if k not in seen:
             seen.add(k)
             kept.append(js)
-    context["script_files"] = kept
+    # in place: the list is the builder's own, and handlers after this one (sphinx.ext.mathjax adds
+    # MathJax to pages with math) append to it; a new list here silently dropped MathJax from the book
+    context["script_files"][:] = kept
 
 
 def setup(app):
