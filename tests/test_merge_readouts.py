@@ -424,3 +424,20 @@ def test_every_claim_reads_a_readout_key():
         for expr in (c["value"], c["predicate"]):
             for name in re.findall(rf"{c['notebook']}\.(\w+)", expr):
                 assert name in keys, f"{c['id']} reads {c['notebook']}.{name}, which no readout returns"
+
+
+def test_the_papers_table3_text_disagrees_with_its_table():
+    from privtrans.merge import quality_experiments as Q
+
+    got = R.paper_table3_text_vs_table(Q.paper_table3_bertscore()).set_index("task")
+    assert got["table: MPCformer − MERGE"].to_dict() == pytest.approx(
+        {"MultiWOZ": 0.0303, "CommonGen": 0.0122, "DailyDialog": -0.0052})
+    assert got["text: lower by"].to_dict() == {"MultiWOZ": 0.01, "CommonGen": 0.017, "DailyDialog": 0.001}
+    assert not got["agree"].any()
+    # a text that matches its table (to the rounding) agrees
+    same = Q.paper_table3_bertscore().assign(text_says_lower_by=lambda d: d.text_says_lower_by.where(
+        d.model != "+MERGE (ours)", None))
+    same.loc[same.model == "+MERGE (ours)", "text_says_lower_by"] = [0.0303, 0.0122, -0.0052]
+    assert R.paper_table3_text_vs_table(same)["agree"].all()
+    with pytest.raises(R.MissingResult, match="DailyDialog"):
+        R.paper_table3_text_vs_table(same[~((same.task == "DailyDialog") & (same.model == "+MERGE (ours)"))])

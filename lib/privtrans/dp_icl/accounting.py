@@ -24,6 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import brentq
+from opacus.accountants import RDPAccountant
 from scipy.stats import norm
 
 from privtrans.shared.dp.accounting import opacus_epsilon, opacus_noise_multiplier
@@ -31,8 +32,9 @@ from privtrans.shared.dp.accounting import opacus_epsilon, opacus_noise_multipli
 #: RDP orders from 1.01 to 1e6: the optimum for z ~ 1000 sits near alpha ~ 1e4
 EXTENDED_ALPHAS = tuple(np.round(np.concatenate([np.linspace(1.01, 10, 90), np.geomspace(10.5, 1e6, 400)]), 6))
 
-#: for subsampled steps (q < 1) fractional orders are slow to evaluate and z is moderate: integers suffice
-SUBSAMPLED_ALPHAS = tuple([1.5, 1.75, 2.5, 3.5, 4.5] + list(range(2, 64)) + [80, 128, 256, 512, 1024])
+#: for subsampled steps (q < 1), opacus's own orders: an integer-heavy grid left out the fractional orders
+#: between 1.1 and 10.9 where the optimum lies for moderate z, and gave epsilon up to 0.8 % above opacus's
+SUBSAMPLED_ALPHAS = tuple(RDPAccountant.DEFAULT_ALPHAS)
 
 ACCOUNTANTS = ("basic", "zcdp", "rdp", "prv", "exact")
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import accounting
 from .constants import Hyper
-from .task import Stats, ridge
+from .task import Stats, expected_feature_norm2, ridge
 
 
 def dp_ridge_std(hp: Hyper, eps: float, delta: float) -> float:
@@ -29,6 +29,12 @@ def dp_ridge_std(hp: Hyper, eps: float, delta: float) -> float:
     if eps <= 0 or not 0 < delta < 1:
         raise ValueError(f"need eps > 0 and 0 < delta < 1; got {eps}, {delta}")
     return hp.C * hp.G * math.sqrt(math.log(1.25 / delta)) / (hp.lam * hp.N * eps)
+
+
+def dp_ridge_noise_excess(hp: Hyper, eps: float, delta: float) -> float:
+    """The excess risk that DP-ridge's noise alone adds, in closed form: E<W, Z>^2 = s^2 E||Z||^2 with
+    s = ``dp_ridge_std`` (the clipping bias of the ridge on projected data comes on top)."""
+    return dp_ridge_std(hp, eps, delta) ** 2 * expected_feature_norm2(hp.L, hp.D)
 
 
 def dp_ridge(st_private: Stats, hp: Hyper, eps, delta: float, rng: np.random.Generator) -> np.ndarray:

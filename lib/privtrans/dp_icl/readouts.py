@@ -103,6 +103,29 @@ def _trends(dp: pd.DataFrame) -> dict:
     }
 
 
+Z95 = 1.959963984540054  # two-sided 95 % normal quantile: the runs are 100-500 repetitions, so z, not t
+
+
+def consecutive_changes(summary: pd.DataFrame, Ns, eps) -> dict:
+    """Each step from one N to the next, per eps: the difference of mean excess risks and its 95 %
+    interval from the two standard errors (the repetitions at different N are independent draws).
+    A step is a fall or a rise only when its interval excludes zero, otherwise it is unresolved."""
+    mean = _table(summary, "N", "eps", Ns, eps, "NoisyHead", value="mean")
+    se = _table(summary, "N", "eps", Ns, eps, "NoisyHead", value="se")
+    steps = []
+    for e in mean.columns:
+        for a, b in zip(mean.index[:-1], mean.index[1:]):
+            d = float(mean.loc[b, e] - mean.loc[a, e])
+            h = Z95 * float(np.hypot(se.loc[a, e], se.loc[b, e]))
+            steps.append({"eps": float(e), "from_N": int(a), "to_N": int(b), "diff": d, "lo": d - h, "hi": d + h,
+                          "change": "fall" if d + h < 0 else "rise" if d - h > 0 else "unresolved"})
+    count = lambda k: sum(s["change"] == k for s in steps)  # noqa: E731
+    return {"consecutive_steps": steps, "consecutive_pairs": len(steps), "consecutive_falls": count("fall"),
+            "consecutive_rises": count("rise"), "consecutive_unresolved": count("unresolved"),
+            "consecutive_rise_at": [f"ε={s['eps']:g}: N {s['from_N']}→{s['to_N']}" for s in steps
+                                    if s["change"] == "rise"]}
+
+
 def _authors_ratios(cmp: pd.DataFrame, keys: Sequence[str], digits: int | None = None) -> dict | None:
     """{"N=.. eps=..": ours / authors} of a ``reference.matched`` frame; None when nothing overlaps."""
     if cmp.empty:
@@ -157,6 +180,7 @@ def fig1_low_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps) -> dict:
         "max_abs_log_ratio_to_authors": _max_abs_log(cmp),
         "gd_floor": float(gd.mean()),
         "excess_at_min_eps": {str(N): float(dp.loc[N, eps[0]]) for N in Ns},
+        **consecutive_changes(nh, Ns, eps),
     }
 
 

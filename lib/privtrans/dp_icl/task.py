@@ -58,6 +58,13 @@ def sample_prompts(rng: np.random.Generator, N: int, L: int, D: int, tau: float 
     return Prompts(X, Y)
 
 
+def expected_feature_norm2(L: int, D: int) -> float:
+    """E||Z||^2 for the prompts of ``sample_prompts`` (x on the unit sphere, w ~ N(0, I_D), no response
+    noise): ||Z||^2 = ||x_{L+1}||^2 ||s||^2 with s = (1/L) sum_i y_i x_i, and
+    E||s||^2 = (L E[y^2] + L(L-1) E[y_i y_j <x_i, x_j>]) / L^2 = (L + L(L-1)/D) / L^2."""
+    return (L + L * (L - 1) / D) / L**2
+
+
 def features(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """vec Z_k = vec((1/L) x_{k,L+1} (sum_{i<=L} y_{k,i} x_{k,i})^T), shape (N, D*D), row-major vec."""
     if X.ndim != 3 or Y.shape != X.shape[:2]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from privtrans.book.paired import paired_difference
 from privtrans.book.readouts import num, ratio
 
 from . import claim31, efficiency, experiments, moments, reattention
@@ -150,9 +151,64 @@ def _per_eps(runs, epsilons, test, *methods) -> list | None:
     return [test(*row) for row in vals]
 
 
+def _per_seed(runs: pd.DataFrame, method: str, epsilon) -> dict:
+    sub = runs[(runs.method == method) & (runs.epsilon == epsilon)]
+    return {int(s): float(v) for s, v in zip(sub.seed, sub["ndcg@10"])}
+
+
+def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str) -> list[dict] | None:
+    """``a`` against ``b`` at each ε on the seeds both ran (paired t interval on NDCG@10 differences,
+    ``privtrans.book.paired``); None if either method lacks every run at some ε."""
+    out = []
+    for e in epsilons:
+        pa, pb = _per_seed(runs, a, e), _per_seed(runs, b, e)
+        if not pa or not pb:
+            return None
+        seeds = sorted(pa.keys() & pb.keys())
+        out.append({"epsilon": e, "seeds": seeds,
+                    **paired_difference([pa[s] for s in seeds], [pb[s] for s in seeds]).as_dict()})
+    return out
+
+
+def all_held(pairs) -> bool | None:
+    """Every comparison clears zero: False as soon as one does not, None if one has no interval."""
+    if not pairs:
+        return None
+    held = [p["held"] for p in pairs]
+    return False if False in held else None if None in held else True
+
+
+def above_reference(runs: pd.DataFrame, epsilons, methods, reference: float) -> dict:
+    """Whether some DP (method, ε) is clearly above a fixed reference (MostPopular): per cell a t
+    interval over seeds on NDCG@10 − reference, and the cell whose interval lies highest (its lower
+    end; the mean where there is no interval). The precondition of the orderings."""
+    best = None
+    for m in methods:
+        for e in epsilons:
+            v = list(_per_seed(runs, m, e).values())
+            if v:
+                p = paired_difference(v, [reference] * len(v))
+                key = (p.lo if p.lo is not None else float("-inf"), p.mean)
+                if best is None or key > best[0]:
+                    best = (key, {"method": m, "epsilon": e, **p.as_dict()})
+    return best[1] if best else {"method": None, "epsilon": None, "held": None, "reason": "no DP run"}
+
+
 def table_orderings(runs: pd.DataFrame, epsilons) -> dict:
-    """The orderings Tables 1 and 2 claim, per ε in the order of ``epsilons``; NDCG@10 per method."""
+    """The orderings Tables 1 and 2 claim, per ε in the order of ``epsilons``: seed means (shown) and
+    paired intervals across seeds (judged); NDCG@10 per method."""
+    pairs = {
+        "dpformer_vs_vanilla": paired_per_eps(runs, epsilons, DPFORMER, VANILLA),
+        "vanilla_vs_untied": paired_per_eps(runs, epsilons, VANILLA, UNTIED),
+        "vanilla_vs_gru": paired_per_eps(runs, epsilons, VANILLA, "gru"),
+        "vanilla_vs_lstm": paired_per_eps(runs, epsilons, VANILLA, "lstm"),
+    }
     return {
+        **pairs,
+        "dpformer_beats_vanilla_all": all_held(pairs["dpformer_vs_vanilla"]),
+        "vanilla_beats_untied_all": all_held(pairs["vanilla_vs_untied"]),
+        "vanilla_beats_rnns_all": (None if pairs["vanilla_vs_gru"] is None or pairs["vanilla_vs_lstm"] is None
+                                   else all_held(pairs["vanilla_vs_gru"] + pairs["vanilla_vs_lstm"])),
         "dpformer_ge_vanilla": _per_eps(runs, epsilons, lambda d, v: bool(d >= v), DPFORMER, VANILLA),
         "vanilla_gt_untied": _per_eps(runs, epsilons, lambda v, u: bool(v > u), VANILLA, UNTIED),
         "vanilla_gt_rnns": _per_eps(runs, epsilons, lambda v, *r: bool(v > max(r)), VANILLA, *RNNS),
@@ -178,6 +234,8 @@ def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
         **table_orderings(runs, epsilons),
         "most_popular_ndcg": _ref(refs, "most_popular"),
         "best_dp_ndcg": float(runs.groupby(["method", "epsilon"])["ndcg@10"].mean().max()),
+        "best_dp_vs_most_popular": above_reference(runs, epsilons, sorted(runs.method.unique()),
+                                                   _ref(refs, "most_popular")),
         "spread_vanilla": sv,
         "spread_dpformer": sd,
         "spread_ratio": ratio(sd, sv),

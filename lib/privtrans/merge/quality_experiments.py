@@ -123,3 +123,11 @@ def loss_curves(tr: T.Trained) -> pd.DataFrame:
             name = {"total": "total", "ce": "cross-entropy", "aux": aux}[part]
             out += [{"step": s, "split": split, "part": name, "loss": v} for s, v in zip(steps, vals)]
     return pd.DataFrame(out)
+
+
+def paper_table3_bertscore(root=None) -> pd.DataFrame:
+    """The paper's Table 3 BERTScore of MERGE and MPCformer (sf2relu), and the gaps its text states
+    (data/merge/table3_bertscore_paper.csv, cited per row)."""
+    from privtrans.book.paths import data_dir
+
+    return pd.read_csv(data_dir("merge", root) / "table3_bertscore_paper.csv")

@@ -319,3 +319,18 @@ def private_generation(results: dict, cost: pd.DataFrame, n_new: int) -> dict:
         merge_round_ratio=ratio(per.loc[BASE, "rounds"], per.loc["merge", "rounds"]) if both else None,
         merge_byte_ratio=ratio(per.loc[BASE, "MiB"], per.loc["merge", "MiB"]) if both else None,
     )
+
+
+def paper_table3_text_vs_table(paper: pd.DataFrame, tol: float = 5e-4) -> pd.DataFrame:
+    """The paper against itself: per task, how much lower MERGE's BERTScore is than MPCformer
+    (sf2relu)'s in its Table 3, and by how much its text says it is lower (Sec. 4.2). The two agree
+    where they differ by at most ``tol`` (the table's rounding)."""
+    rows = []
+    for task, g in paper.groupby("task", sort=False):
+        by = g.set_index("model")
+        _need(by.index, [MERGE, SF2RELU], f"the paper's Table 3 rows for {task}")
+        table_gap = float(by.loc[SF2RELU, "bertscore"] - by.loc[MERGE, "bertscore"])
+        text_gap = num(by.loc[MERGE, "text_says_lower_by"])
+        rows.append({"task": task, "table: MPCformer − MERGE": round(table_gap, 4), "text: lower by": text_gap,
+                     "agree": None if text_gap is None else abs(table_gap - text_gap) <= tol})
+    return pd.DataFrame(rows)
