@@ -433,7 +433,8 @@ def test_every_claim_reads_a_readout_value():
         "fig1_low_dim": readouts.fig1_low_dim(fig1_summary(), authors("fig1", grid(power_law)), NS, EPS),
         "fig2_high_dim": readouts.fig2_high_dim(fig2_summary(), elsewhere("fig2", delta=1e-2), NS, EPS, 1e-5),
         "fig3_early_stopping": readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), by_t(U), TS),
-        "fig4_robustness": readouts.fig4_robustness(fig4_summary(), CS, PS),
+        "fig4_robustness": {**readouts.fig4_robustness(fig4_summary(), CS, PS),
+                            **theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))},
         "fig5_dp_sgd": readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv"),
         "fig6_news_text": readouts.fig6_news_text(by_t({t: 1 / t for t in TS}), by_t(U), TS, 800),
         "table1_dp_ridge": readouts.table1_dp_ridge(s1, p1, T1_NS, T1_EPS),
@@ -442,3 +443,45 @@ def test_every_claim_reads_a_readout_value():
     rows = verdicts(values)
     assert len(rows) == len(claims.load("dp_icl")["claims"]) >= 13
     assert not {cid: r["reason"] for cid, r in rows.items() if r["held"] is None}
+
+
+# ------------------------------------------------------------------------------------ Figure 4, theorem region
+def theorem_runs(ridge_at, dp=1e-8, reps=4, jitter=1e-6):
+    """One row per (rep, alpha): ridge risk ridge_at(alpha) + a per-rep offset shared by every alpha."""
+    return pd.DataFrame([dict(rep=r, alpha=a, ridge=ridge_at(a) + jitter * r, dp_crn=dp + 1e-10 * r, dp=0.01)
+                         for r in range(reps) for a in (10, 40, 160)])
+
+
+def fig4_base():
+    return readouts.fig4_robustness(fig4_summary(), CS, PS)
+
+
+def theorem_values(df):
+    from privtrans.dp_icl import constants
+
+    hp = constants.robustness(5000, 500, 5, 0.1)
+    cond = {a: ex.theorem_conditions(hp, a, 1.0) for a in (10, 40, 160)}
+    paper = ex.theorem_conditions(constants.robustness(5000, 500, 5, 0.01), 2 * 5000.0**2, 1.0)
+    return readouts.fig4_theorem_region(df, [10, 40, 160], cond, paper)
+
+
+def test_fig4_theorem_region_by_hand():
+    out = theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))
+    assert out["theorem_noisyhead_below_ridge_all"] is True
+    assert out["theorem_ridge_growth"]["mean"] == pytest.approx(1e-4 * 1.5) and out["theorem_ridge_growth"]["held"]
+    assert out["theorem_lam_ratio"] > 1 > out["paper_lam_ratio"]
+    assert out["theorem_alpha_ratio_max"] == pytest.approx(160**2 / (5000 * 500 * 0.1))
+    v = verdicts({"fig4_robustness": {**fig4_base(), **out}})
+    for cid in ("fig4_theorem_noisyhead_beats_ridge", "fig4_theorem_ridge_grows", "fig4_paper_setting_outside_theorem"):
+        assert v[cid]["held"] is True, (cid, v[cid]["reason"])
+
+
+def test_fig4_theorem_region_fails_when_noisyhead_is_not_below_or_ridge_flat():
+    worse = theorem_values(theorem_runs(lambda a: 1e-4, dp=2e-4))
+    assert worse["theorem_noisyhead_below_ridge_all"] is False
+    assert worse["theorem_ridge_growth"]["held"] is False  # flat: a tie never holds
+    v = verdicts({"fig4_robustness": {**fig4_base(), **worse}})
+    assert v["fig4_theorem_noisyhead_beats_ridge"]["held"] is False and v["fig4_theorem_ridge_grows"]["held"] is False
+    with pytest.raises(ValueError, match="alpha = 160"):
+        df = theorem_runs(lambda a: 1e-4)
+        theorem_values(df[df.alpha != 160])

@@ -74,7 +74,10 @@ def tables12(runs=None, variants=VARIANTS, **kw):
     cf = {v: sum(b for b, _, _ in TABLES12[v].values()) for v in variants}  # closed form = measured
     side = pd.DataFrame({"fraction (closed form)": [0.9] * len(variants)}, index=list(variants))
     side.loc["merge"] = 0.4
-    args = dict(closed_form=cf, closed_form_encdec=cf, gpt2_vs_paper=side, t5_vs_paper=side)
+    net_gpt2 = {v: 1.1 for v in variants} | {"crypten": 1.0, "only_er": 1.6, "only_mm": 1.3, "merge": 2.8}
+    net_t5 = {**net_gpt2, "merge": 4.1}
+    args = dict(closed_form=cf, closed_form_encdec=cf, gpt2_vs_paper=side, t5_vs_paper=side,
+                network_gpt2=net_gpt2, network_t5=net_t5)
     args.update(kw)
     return R.tables12_cost(tables12_runs() if runs is None else runs, list(variants), 4, 4, **args)
 
@@ -96,12 +99,24 @@ def test_tables12_values():
         assert verdict(cid, out)[0] is True, cid
 
 
-def test_tables12_merge_not_fastest_fails_the_claim():
+def test_tables12_time_claims_follow_the_network_model_not_loopback():
+    # loopback says only-ER is fastest; the claims read the closed-form network model, where ER+MM is
     slow = {**TABLES12, "only_er": {g: (b, s / 10, r) for g, (b, s, r) in TABLES12["only_er"].items()}}
     out = tables12(tables12_runs(gpt=slow, encdec=slow))
     assert not out["merge_fastest"] and not out["encdec_merge_fastest"]
+    assert verdict("t1_merge_fastest", out)[0] is True and verdict("t1_t5_merge_fastest", out)[0] is True
+    # and the network model decides: only-ER ahead there fails both claims
+    fast_er = {v: 1.1 for v in VARIANTS} | {"crypten": 1.0, "only_er": 3.0, "merge": 2.8}
+    out = tables12(network_gpt2=fast_er, network_t5=fast_er)
+    assert not out["network_merge_fastest_gpt2"] and not out["network_merge_fastest_t5"]
     assert verdict("t1_merge_fastest", out)[0] is False
     assert verdict("t1_t5_merge_fastest", out)[0] is False
+    # a baseline at 2x or more fails the baselines' claim; T5 below GPT-2 fails the T5 claim
+    big = {v: 1.1 for v in VARIANTS} | {"crypten": 1.0, "thex": 2.0, "merge": 2.8}
+    assert verdict("t1_baselines_small_speedup", tables12(network_gpt2=big))[0] is False
+    assert verdict("t1_t5_merge_fastest", tables12(network_t5={**big, "thex": 1.1, "merge": 2.0}))[0] is False
+    with pytest.raises(R.MissingResult, match="network speed-ups at T5"):
+        tables12(network_t5={"crypten": 1.0})
 
 
 def test_tables12_merge_not_fewest_bytes_and_baseline_linear_change_fail():
@@ -188,10 +203,11 @@ def fig4_runs(er_embed_grows=False, drop=None):
     return frame(rows)
 
 
-def fig4(runs=None, variants=("crypten", "only_er", "merge")):
+def fig4(runs=None, variants=("crypten", "only_er", "merge"), net=None):
+    net = {64: 2.70, 128: 2.77, 256: 2.80, 512: 2.83} if net is None else net
     cfl = pd.DataFrame({"ER+MM fraction": [0.5, 0.4, 0.3]}, index=pd.Index([512, 64, 128], name="x"))
     saved = pd.DataFrame({"count": [C.WITH_ARGMAX, C.WITHOUT_ARGMAX], "bytes saved by ER+MM": [0.7, 0.9]})
-    return R.fig4_scaling(fig4_runs() if runs is None else runs, list(variants), N_NEWS, cfl, saved)
+    return R.fig4_scaling(fig4_runs() if runs is None else runs, list(variants), N_NEWS, cfl, saved, net)
 
 
 def test_fig4_values_and_claims():
@@ -206,6 +222,12 @@ def test_fig4_values_and_claims():
     for cid in ("fig4_speedup_grows_with_length", "fig4_er_embed_flat", "len64_bytes_saved"):
         assert verdict(cid, out)[0] is True, cid
     assert verdict("fig4_bytes_cut_at_512", out)[0] is False  # 0.5 > 0.3
+    assert out["network_speedup_short"] == 2.70 and out["network_speedup_long"] == 2.83
+    # the network speed-up shrinking with length fails the claim, whatever loopback says
+    flat = fig4(net={64: 2.9, 512: 2.8})
+    assert flat["speedup_long"] > flat["speedup_short"] and verdict("fig4_speedup_grows_with_length", flat)[0] is False
+    with pytest.raises(R.MissingResult, match="two lengths"):
+        fig4(net={128: 2.8})
 
 
 def test_fig4_growing_embed_fails_and_missing_runs_raise():
@@ -441,3 +463,16 @@ def test_the_papers_table3_text_disagrees_with_its_table():
     assert R.paper_table3_text_vs_table(same)["agree"].all()
     with pytest.raises(R.MissingResult, match="DailyDialog"):
         R.paper_table3_text_vs_table(same[~((same.task == "DailyDialog") & (same.model == "+MERGE (ours)"))])
+
+
+def test_network_speedups_are_the_closed_form_on_the_stated_link():
+    from privtrans.shared.mpc import cost_model
+
+    sp = C.network_speedups(cost_model.GPT2, ["merge", "thex"])
+    t = {v: cost_model.generation_cost(cost_model.GPT2, v)["Total"] for v in ("crypten", "merge")}
+    by_hand = {v: t[v]["bytes"] / 1.25e9 + t[v]["rounds"] * 2e-4 for v in t}
+    assert sp["merge"] == pytest.approx(by_hand["crypten"] / by_hand["merge"])
+    assert 2 < sp["merge"] < 4 and sp["thex"] < 1.3  # bytes dominate on a LAN: ER+MM's 0.40 of the bytes
+    # latency-bound link: rounds decide, and ER+MM's saving in rounds is larger than in bytes
+    slow = C.network_speedups(cost_model.GPT2, ["merge"], bandwidth=1e15, rtt=0.05)["merge"]
+    assert slow > sp["merge"]

@@ -125,6 +125,18 @@ def test_a_failed_precondition_is_not_judged_with_its_reason(root):
     assert row["held"] is False
 
 
+def test_a_claim_value_holding_recorded_dicts_is_plain_json(root):
+    extra = ("  - {id: g, paper_item: G, kind: reproduction, statement: s, paper_value: 1, notebook: nb1, "
+             "value: \"{'by': nb1.d, 'both': [nb1.d, nb1.x]}\", predicate: 'nb1.d.k > 1'}\n")
+    _write_claims(root, CLAIMS + extra)
+    doc = claims.load("dp_icl", root)
+    res = {"nb1": {"profile": "smoke", "values": {"x": 2.0, "d": {"k": 2, "e": {"f": 1}}}}}
+    (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "smoke") if r["id"] == "g"]
+    assert row["held"] is True
+    assert row["value"] == {"by": {"k": 2, "e": {"f": 1}}, "both": [{"k": 2, "e": {"f": 1}}, 2.0]}
+    json.dumps(row)  # a recorded dict inside the value's own dict or list once broke summary.json
+
+
 def test_a_claim_needs_a_known_kind(root):
     _write_claims(root, CLAIMS.replace("kind: reproduction", "kind: replication", 1))
     with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, check"):

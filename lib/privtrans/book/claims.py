@@ -85,8 +85,14 @@ def _namespace(values):
 
 
 def _plain(v):
+    """A claim's value as JSON can hold it: namespaces (recorded dicts) back to dicts, at any depth,
+    since a value expression may put one inside a dict or list of its own."""
     if isinstance(v, SimpleNamespace):
         return {k: _plain(x) for k, x in vars(v).items()}
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
     return v
 
 

@@ -58,6 +58,6 @@ def paired_difference(a, b, *, margin: float = 0.0, confidence: float = 0.95) ->
     lo, hi = float(mean - half), float(mean + half)
     held = bool(lo > margin)
     pct = f"{confidence:.0%}"
-    reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n} seeds "
+    reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n} pairs "
               f"{'clears' if held else 'does not clear'} the margin {margin:+.4g}")
     return Paired(mean, lo, hi, n, confidence, margin, held, reason)

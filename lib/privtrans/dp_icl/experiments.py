@@ -274,6 +274,23 @@ def robustness_grid(rng, cs, ps, reps, n_test, eps, delta, mu=1.0, N=5000, L=500
     return pd.DataFrame(rows)
 
 
+def theorem_conditions(hp, alpha: float, mu: float) -> dict:
+    """Theorem 5.1's two conditions as ratios: lam / (C^2 / L) must exceed 1, and
+    alpha^2 mu^4 / (N L lam) must stay below the theorem's (unstated) constant c."""
+    return {"lam_over_C2_per_L": hp.lam * hp.L / hp.C**2,
+            "alpha2_mu4_over_NLlam": alpha**2 * mu**4 / (hp.N * hp.L * hp.lam)}
+
+
+def theorem_region_grid(rng, alphas, reps, n_test, eps, delta, mu=1.0, N=5000, L=500, D=5, lam=0.1) -> pd.DataFrame:
+    """``robustness_grid`` at response shifts ``alphas`` themselves (alpha = 1 * N^p): the bad prompt
+    where Theorem 5.1 applies. Every alpha of a repetition shares its data, start and noise (the
+    ``dp_crn`` column), so per repetition the columns are paired."""
+    ps = [math.log(a) / math.log(N) for a in alphas]
+    df = robustness_grid(rng, [1.0], ps, reps, n_test, eps, delta, mu, N, L, D, lam)
+    df["alpha"] = [min(alphas, key=lambda a: abs(a - x)) for x in df["alpha"]]  # undo N^p's rounding
+    return df
+
+
 #: Figure 4's measured quantities (columns of ``robustness_grid``) and their plot labels
 ROBUSTNESS = {"ridge": "Ridge (stable solve)", "ridge_direct": "Ridge (direct solve, as the code)",
               "dp": "NoisyHead (independent runs, as the code)", "dp_crn": "NoisyHead (common random numbers)"}

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from privtrans.book.paired import paired_difference
 from privtrans.book.readouts import mean
 
 from . import accounting, reference
@@ -239,6 +240,38 @@ def fig4_robustness(summary: pd.DataFrame, cs, ps) -> dict:
         "ridge_mean": float(m["ridge"].to_numpy().mean()),
         "ridge_direct_mean": float(m["ridge_direct"].to_numpy().mean()),
         "dp_mean": float(m["dp"].to_numpy().mean()),
+    }
+
+
+def fig4_theorem_region(df: pd.DataFrame, alphas, conditions: dict, paper_conditions: dict) -> dict:
+    """``df``: ``theorem_region_grid(...)`` (one row per repetition and alpha). Per alpha, the paired
+    difference ridge − NoisyHead (common random numbers) over repetitions; the ridge's growth from
+    the smallest to the largest alpha, paired per repetition; and Theorem 5.1's conditions here
+    (``conditions``: {alpha: theorem_conditions}) and at the paper's setting."""
+    absent = [c for c in ("rep", "alpha", "ridge", "dp_crn") if c not in df.columns]
+    if absent:
+        raise ValueError(f"the theorem-region runs lack the column(s) {absent}")
+    alphas = sorted(alphas)
+    w = {a: df[df.alpha == a].set_index("rep").sort_index() for a in alphas}
+    for a in alphas:
+        if w[a].empty:
+            raise ValueError(f"no theorem-region run at alpha = {a}")
+    per = {f"{a:g}": paired_difference(list(w[a].ridge), list(w[a].dp_crn)).as_dict() for a in alphas}
+    lo, hi = w[alphas[0]], w[alphas[-1]]
+    reps = sorted(set(lo.index) & set(hi.index))
+    growth = paired_difference(list(hi.loc[reps, "ridge"]), list(lo.loc[reps, "ridge"])).as_dict()
+    held = [p["held"] for p in per.values()]
+    return {
+        "theorem_alphas": [float(a) for a in alphas],
+        "theorem_ridge_minus_noisyhead": per,
+        "theorem_reasons": {a: p["reason"] for a, p in per.items()},
+        "theorem_noisyhead_below_ridge_all": False if False in held else None if None in held else True,
+        "theorem_ridge_growth": growth,
+        "theorem_ridge_ratio": float(hi.ridge.mean() / lo.ridge.mean()) if lo.ridge.mean() > 0 else None,
+        "theorem_lam_ratio": float(conditions[alphas[-1]]["lam_over_C2_per_L"]),
+        "theorem_alpha_ratio_max": float(max(c["alpha2_mu4_over_NLlam"] for c in conditions.values())),
+        "paper_lam_ratio": float(paper_conditions["lam_over_C2_per_L"]),
+        "paper_alpha_ratio": float(paper_conditions["alpha2_mu4_over_NLlam"]),
     }
 
 

@@ -184,6 +184,17 @@ def shape_of(sizes: dict, prefix: int, n_new: int, src: int | None = None):
     return cost_model.Shape(layers=sizes["n_layers"], **common)
 
 
+def network_speedups(shape, variants: list, bandwidth: float = LAN["bandwidth"], rtt: float = LAN["rtt"]) -> dict:
+    """{variant: CrypTen's modelled communication time / the variant's} at ``shape`` (a paper shape),
+    from closed-form bytes and rounds (``modelled_time``): the speed-up the protocol fixes, free of
+    the loopback clock, which on one shared CPU follows round counts and flips run to run."""
+    t = {}
+    for v in ["crypten", *variants]:
+        c = cost_model.generation_cost(shape, v)["Total"]
+        t[v] = modelled_time(c["bytes"], c["rounds"], bandwidth, rtt)
+    return {v: t["crypten"] / t[v] for v in variants}
+
+
 def closed_form_totals(shape, variants: list) -> dict:
     """{variant: closed-form total bytes per party} at ``shape``."""
     return {v: cost_model.generation_cost(shape, v)["Total"]["bytes"] for v in variants}

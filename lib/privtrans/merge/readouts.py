@@ -93,10 +93,14 @@ def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
 
 def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: int,
                   closed_form: dict, closed_form_encdec: dict,
-                  gpt2_vs_paper: pd.DataFrame, t5_vs_paper: pd.DataFrame) -> dict:
+                  gpt2_vs_paper: pd.DataFrame, t5_vs_paper: pd.DataFrame,
+                  network_gpt2: dict, network_t5: dict) -> dict:
     """Tables 1-2 from ``cost_experiments.run_jobs`` (rows of both architectures, column ``arch``),
-    the closed-form totals at the measured shapes ({variant: bytes}) and the closed form beside the
-    paper at GPT-2 and T5 (``closed_form_vs_paper``)."""
+    the closed-form totals at the measured shapes ({variant: bytes}), the closed form beside the
+    paper at GPT-2 and T5 (``closed_form_vs_paper``), and the modelled network speed-ups at those two
+    shapes (``network_speedups``), on which Table 1's time claims are judged."""
+    _need(network_gpt2, TABLES12_VARIANTS, "network speed-ups at GPT-2")
+    _need(network_t5, TABLES12_VARIANTS, "network speed-ups at T5")
     _need(variants, TABLES12_VARIANTS, "Tables 1-2 variants")
     out = {}
     for arch, prefix, steps, cf in (("gpt", "", n_new, closed_form), ("encdec", "encdec_", n_new_encdec, closed_form_encdec)):
@@ -116,6 +120,11 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
             out["encdec_rounds_ratio"] = s["rounds ratio CrypTen/variant"].to_dict()
     out["frac_closed_form_gpt2"] = gpt2_vs_paper["fraction (closed form)"].to_dict()
     out["frac_closed_form_t5"] = t5_vs_paper["fraction (closed form)"].to_dict()
+    out["speedup_network_gpt2"] = {v: float(network_gpt2[v]) for v in variants}
+    out["speedup_network_t5"] = {v: float(network_t5[v]) for v in variants}
+    out["network_merge_fastest_gpt2"] = _is_best(out["speedup_network_gpt2"], "merge", max)
+    out["network_merge_fastest_t5"] = _is_best(out["speedup_network_t5"], "merge", max)
+    out["network_baselines_max_speedup"] = max(out["speedup_network_gpt2"][v] for v in BASELINES)
     return out
 
 
@@ -144,9 +153,13 @@ def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
 
 
 def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_length: pd.DataFrame,
-                 saved: pd.DataFrame) -> dict:
+                 saved: pd.DataFrame, network_by_length: dict) -> dict:
     """Figure 4 from the sweep runs (``run_jobs`` rows with ``sweep`` = "length" | "layers"), the
-    closed-form length table (``closed_form_length_table``) and ``bytes_saved_at_length``."""
+    closed-form length table (``closed_form_length_table``), ``bytes_saved_at_length`` and ER+MM's
+    modelled network speed-up at GPT-2 per total length ({length: speed-up}, ``network_speedups``)."""
+    if len(network_by_length) < 2:
+        raise MissingResult(f"Figure 4 needs network speed-ups at two lengths or more, got {sorted(network_by_length)}")
+    lengths = sorted(network_by_length)
     length = runs[(runs.sweep == "length") & (runs.group == "Total")]
     for n in n_news:
         _need(length[length.n_new == n].variant, [BASE, "merge"], f"Figure 4 length sweep at {n} tokens")
@@ -174,6 +187,9 @@ def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_l
         depth_gap_bytes_grows=bool(gap.is_monotonic_increasing) if len(gap) > 1 else None,
         closed_form_fraction_by_length=dict(zip(map(str, cf.index), cf["ER+MM fraction"])),
         closed_form_fraction_longest=float(cf["ER+MM fraction"].iloc[-1]),
+        network_speedup_by_length={str(n): float(network_by_length[n]) for n in lengths},
+        network_speedup_short=float(network_by_length[lengths[0]]),
+        network_speedup_long=float(network_by_length[lengths[-1]]),
         len64_saved_with_argmax=float(by_count[C.WITH_ARGMAX]),
         len64_saved_without_argmax=float(by_count[C.WITHOUT_ARGMAX]),
     )
