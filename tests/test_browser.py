@@ -82,6 +82,7 @@ def driver():
     # an explicit driver path: selenium-manager (which would download a driver) never runs
     drv = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
     drv.set_page_load_timeout(60)
+    drv.set_script_timeout(60)  # _INSPECT waits up to 30 s for MathJax on a loaded machine
     drv.get("about:blank")  # the start page's own (chrome://) requests go before the first book page
     drv.get_log("browser"), drv.get_log("performance")
     yield drv
@@ -123,8 +124,11 @@ imgs.forEach(i => { if (i.loading === 'lazy') i.loading = 'eager'; });
 const loaded = Promise.all(imgs.map(i => i.complete ? null :
     new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r); })));
 const hasMath = document.querySelector('.math, div.math, span.math') !== null;
-const typeset = (hasMath && window.MathJax && MathJax.startup && MathJax.startup.promise)
-    ? MathJax.startup.promise : Promise.resolve();
+// MathJax loads async: until its script runs, window.MathJax is only the page's config object
+const started = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
+const waitFor = (cond, ms) => new Promise(res => { const t0 = Date.now();
+    (function poll() { if (cond() || Date.now() - t0 > ms) res(); else setTimeout(poll, 50); })(); });
+const typeset = hasMath ? waitFor(started, 30000).then(() => started() || null) : Promise.resolve();
 Promise.all([loaded, typeset]).then(() => done({
     broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.currentSrc || i.src),
     images: imgs.length,

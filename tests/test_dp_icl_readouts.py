@@ -435,7 +435,8 @@ def test_every_claim_reads_a_readout_value():
         "fig3_early_stopping": readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), by_t(U), TS),
         "fig4_robustness": {**readouts.fig4_robustness(fig4_summary(), CS, PS),
                             **theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))},
-        "fig5_dp_sgd": readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv"),
+        "fig5_dp_sgd": {**readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv"),
+                        **readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 2000], [0.2, 1.0])},
         "fig6_news_text": readouts.fig6_news_text(by_t({t: 1 / t for t in TS}), by_t(U), TS, 800),
         "table1_dp_ridge": readouts.table1_dp_ridge(s1, p1, T1_NS, T1_EPS),
         "accountants": readouts.accountants(eps_table(), acc_summary(), [1000], [0.2, 1.0], "prv"),
@@ -485,3 +486,48 @@ def test_fig4_theorem_region_fails_when_noisyhead_is_not_below_or_ridge_flat():
     with pytest.raises(ValueError, match="alpha = 160"):
         df = theorem_runs(lambda a: 1e-4)
         theorem_values(df[df.alpha != 160])
+
+
+# ------------------------------------------------------------------------------------ Figure 5 bracket
+def bracket_runs(factor, reps=5, jitter=0.02, Ns=(1000, 2000), eps=(0.2, 1.0)):
+    """Raw runs: tight NoisyHead at 1.0 (times a per-rep wobble shared by every method), each bracket
+    corner at ``factor[corner]`` times it; ``jitter`` also varies the ratio from rep to rep."""
+    rows = []
+    for N in Ns:
+        for e in eps:
+            for r in range(reps):
+                wob = 1 + 0.3 * r
+                rows.append(dict(method=ex.noisyhead("prv"), N=N, eps=e, rep=r, excess=wob))
+                for c in ex.BRACKET:
+                    rows.append(dict(method=c, N=N, eps=e, rep=r, excess=wob * factor.get(c, 1.0) * (1 + jitter * (-1) ** r)))
+    return pd.DataFrame(rows)
+
+
+def bracket_verdict(out):
+    return verdicts({"fig5_dp_sgd": {**fig5_base(), **out}})["fig5_tight_on_par_with_dpsgd"]
+
+
+def fig5_base():
+    s5, spent, N5, e5 = fig5_inputs()
+    return readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv")
+
+
+def test_fig5_bracket_on_par_everywhere_holds():
+    out = readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 2000], [0.2, 1.0])
+    assert out["tight_on_par_bracket"] is True and len(out["bracket_on_par_corners"]) == 4
+    assert all(c["on_par_cells"] == c["cells"] == 4 for c in out["bracket"].values())
+    assert bracket_verdict(out)["held"] is True
+
+
+def test_fig5_bracket_corners_that_disagree_are_not_judged_and_none_on_par_fails():
+    mixed = readouts.fig5_bracket(bracket_runs({ex.DPSGD_CLIP_C: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
+    assert mixed["tight_on_par_bracket"] is None and ex.DPSGD_CLIP_C not in mixed["bracket_on_par_corners"]
+    row = bracket_verdict(mixed)
+    assert row["held"] is None and "precondition failed" in row["reason"]
+    far = readouts.fig5_bracket(bracket_runs({c: 10.0 for c in ex.BRACKET}), "prv", [1000, 2000], [0.2, 1.0])
+    assert far["tight_on_par_bracket"] is False and bracket_verdict(far)["held"] is False
+    # a ratio near 1 whose interval is wide is not "on par"
+    wide = readouts.fig5_bracket(bracket_runs({}, jitter=0.8), "prv", [1000, 2000], [0.2, 1.0])
+    assert wide["tight_on_par_bracket"] is False
+    with pytest.raises(ValueError, match="N = 4000"):
+        readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 4000], [0.2, 1.0])

@@ -340,3 +340,18 @@ def test_dp_ridge_noise_excess_closed_form_equals_monte_carlo():
     W = s * rng.standard_normal(Z.shape)
     mc = np.mean(np.sum(W * Z, axis=1) ** 2)
     assert mc == pytest.approx(baselines.dp_ridge_noise_excess(hp, 0.2, 1e-5), rel=0.03)
+
+
+def test_dpsgd_bracket_reads_steps_epochs_and_clip():
+    from privtrans.dp_icl import baselines, constants
+
+    hp = constants.low_dim(1000)
+    assert baselines.dpsgd_steps(hp, 256) == hp.T
+    assert baselines.dpsgd_steps(hp, 256, epochs=True) == hp.T * 4  # ceil(1000 / 256) batches per epoch
+    assert baselines.dpsgd_clip(hp, "sigma") == pytest.approx(hp.sigma / 2)
+    assert baselines.dpsgd_clip(hp, "C") == hp.C
+    with pytest.raises(ValueError, match="allowed values are 'sigma', 'C'"):
+        baselines.dpsgd_clip(hp, "G")
+    # more steps at the same (eps, delta) need more noise per step
+    z_steps = baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp")
+    assert baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp", epochs=True) > z_steps

@@ -45,18 +45,35 @@ def dp_ridge(st_private: Stats, hp: Hyper, eps, delta: float, rng: np.random.Gen
     return base + np.array([dp_ridge_std(hp, e, delta) for e in eps])[:, None] * xi
 
 
+def dpsgd_steps(hp: Hyper, batch_size: int = 256, epochs: bool = False) -> int:
+    """How many DP-SGD steps "T" means: T steps (our reading), or T epochs of ceil(N / batch_size)
+    steps each. The paper says "identical iteration counts T" and no more, so Figure 5 brackets both."""
+    return int(hp.T) * (math.ceil(hp.N / batch_size) if epochs else 1)
+
+
+def dpsgd_clip(hp: Hyper, clip: str = "sigma") -> float:
+    """DP-SGD's max_grad_norm: G(C + RG) = sigma/2, which bounds every per-sample gradient (clipping
+    never binds), or the response clip C (the paper's "identical clipping constants", read literally)."""
+    if clip == "sigma":
+        return hp.G * (hp.C + hp.R * hp.G)
+    if clip == "C":
+        return hp.C
+    raise ValueError(f"unknown DP-SGD clip {clip!r}: allowed values are 'sigma', 'C'")
+
+
 def dpsgd_noise_multiplier(hp: Hyper, eps: float, delta: float, batch_size: int = 256,
-                           accountant: str = "prv", replace_one: bool = False) -> float:
-    """z for T DP-SGD steps at sample rate batch_size/N; doubled for replace-one adjacency."""
+                           accountant: str = "prv", replace_one: bool = False, epochs: bool = False) -> float:
+    """z for the DP-SGD steps (``dpsgd_steps``) at sample rate batch_size/N; doubled for replace-one adjacency."""
     q = min(1.0, batch_size / hp.N)
-    z = accounting.noise_multiplier(accountant, float(eps), float(delta), int(hp.T), q)
+    z = accounting.noise_multiplier(accountant, float(eps), float(delta), dpsgd_steps(hp, batch_size, epochs), q)
     return 2.0 * z if replace_one else z
 
 
 def dpsgd(Zt: np.ndarray, yt: np.ndarray, hp: Hyper, noise_multiplier: float, gamma0: np.ndarray,
           seed: int, delta: float = 1e-5, batch_size: int = 256, accountant: str = "prv",
-          device=None) -> tuple[np.ndarray, float]:
-    """T steps of opacus DP-SGD on (1/2N) sum (<Gamma, Zt_k> - y_k)^2 + lam |Gamma|^2.
+          device=None, epochs: bool = False, clip: str = "sigma") -> tuple[np.ndarray, float]:
+    """``dpsgd_steps`` steps of opacus DP-SGD on (1/2N) sum (<Gamma, Zt_k> - y_k)^2 + lam |Gamma|^2,
+    clipped at ``dpsgd_clip``.
 
     Returns (Gamma after T steps, epsilon that opacus' accountant reports for the run at delta).
     """
@@ -81,14 +98,14 @@ def dpsgd(Zt: np.ndarray, yt: np.ndarray, hp: Hyper, noise_multiplier: float, ga
     engine = PrivacyEngine(accountant=accountant, secure_mode=False)
     model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
                                              noise_multiplier=noise_multiplier,
-                                             max_grad_norm=hp.G * (hp.C + hp.R * hp.G),
+                                             max_grad_norm=dpsgd_clip(hp, clip),
                                              poisson_sampling=True)
     with warnings.catch_warnings():   # opacus' hooks on an input that needs no grad: harmless, noisy
         warnings.filterwarnings("ignore", message="Full backward hook")
-        steps = 0
-        while steps < hp.T:
+        steps, total = 0, dpsgd_steps(hp, batch_size, epochs)
+        while steps < total:
             for xb, yb in loader:
-                if steps >= hp.T:
+                if steps >= total:
                     break
                 opt.zero_grad(set_to_none=True)
                 xb, yb = xb.to(device), yb.to(device)

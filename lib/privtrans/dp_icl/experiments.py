@@ -26,6 +26,13 @@ RIDGE_TEST_MSE = "ridge oracle test MSE"
 Y2_TEST = "E[y^2] on test"
 DPSGD_ADD_REMOVE = "DP-SGD (opacus, add/remove)"
 DPSGD_REPLACE_ONE = "DP-SGD (opacus, replace-one: 2z)"
+#: the rest of Figure 5's bracket over what the paper leaves unstated (DPSGD_REPLACE_ONE is its first
+#: corner: T steps, max_grad_norm = sigma/2); every corner is replace-one (z doubled)
+DPSGD_EPOCHS = "DP-SGD (replace-one, T epochs)"
+DPSGD_CLIP_C = "DP-SGD (replace-one, clip C)"
+DPSGD_EPOCHS_CLIP_C = "DP-SGD (replace-one, T epochs, clip C)"
+BRACKET = {DPSGD_REPLACE_ONE: dict(epochs=False, clip="sigma"), DPSGD_EPOCHS: dict(epochs=True, clip="sigma"),
+           DPSGD_CLIP_C: dict(epochs=False, clip="C"), DPSGD_EPOCHS_CLIP_C: dict(epochs=True, clip="C")}
 
 
 def noisyhead(accountant: str = "basic") -> str:
@@ -86,11 +93,14 @@ def summarise(df: pd.DataFrame, by: list[str], col: str) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- Figure 1 / 5 / Table 1
-def dpsgd_variants(accountant: str, batch_size: int) -> dict[str, dict]:
-    """Figure 5's two DP-SGD runs: opacus' own add/remove-one guarantee, and z doubled for the
-    paper's replace-one adjacency (conservative)."""
-    return {label: dict(accountant=accountant, batch_size=batch_size, replace_one=r)
-            for label, r in ((DPSGD_ADD_REMOVE, False), (DPSGD_REPLACE_ONE, True))}
+def dpsgd_variants(accountant: str, batch_size: int, bracket: bool = True) -> dict[str, dict]:
+    """Figure 5's DP-SGD runs: opacus' own add/remove-one guarantee, z doubled for the paper's
+    replace-one adjacency (conservative) and, with ``bracket``, the replace-one runs at the other
+    readings of what the paper leaves out (T as epochs; max_grad_norm = C)."""
+    out = {DPSGD_ADD_REMOVE: dict(accountant=accountant, batch_size=batch_size, replace_one=False)}
+    for label, how in (BRACKET if bracket else {DPSGD_REPLACE_ONE: BRACKET[DPSGD_REPLACE_ONE]}).items():
+        out[label] = dict(accountant=accountant, batch_size=batch_size, replace_one=True, **how)
+    return out
 
 
 def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_ridge=False,
@@ -106,7 +116,8 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
         zs = {a: np.array([accounting.noise_multiplier(a, float(e), delta, hp.T) for e in eps])
               for a in accountants}
         sgd_z = {k: {float(e): baselines.dpsgd_noise_multiplier(hp, float(e), delta, v.get("batch_size", 256),
-                                                                v.get("accountant", "prv"), v.get("replace_one", False))
+                                                                v.get("accountant", "prv"), v.get("replace_one", False),
+                                                                v.get("epochs", False))
                      for e in eps} for k, v in (dpsgd or {}).items()}
         for b in range(reps):
             pr = make_problem(rng, hp, n_test)
@@ -127,7 +138,8 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
                     z = sgd_z[k][float(e)]
                     g, spent = baselines.dpsgd(pr.Zt, pr.yt, hp, z, g0, seed=int(rng.integers(2**31)),
                                                delta=delta, batch_size=v.get("batch_size", 256),
-                                               accountant=v.get("accountant", "prv"))
+                                               accountant=v.get("accountant", "prv"),
+                                               epochs=v.get("epochs", False), clip=v.get("clip", "sigma"))
                     rows.append(dict(base, method=k, eps=e, z=z, eps_spent=spent, excess=float(pr.excess(g))))
             rows.append(dict(base, method=RIDGE_TEST_MSE, eps=np.nan,
                              excess=float(test_mse(pr.gamma_star, pr.Z_test, pr.y_test)[0])))
@@ -147,7 +159,7 @@ def dpsgd_ratios(means: pd.DataFrame, accountant: str) -> pd.DataFrame:
 
 def dpsgd_spent(df: pd.DataFrame) -> pd.DataFrame:
     """The largest epsilon opacus reported over the repetitions, per (N, eps, DP-SGD variant)."""
-    sgd = df[df.method.isin([DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE])]
+    sgd = df[df.method.isin([DPSGD_ADD_REMOVE, *BRACKET])]
     return sgd.groupby(["N", "eps", "method"], as_index=False)["eps_spent"].max()
 
 

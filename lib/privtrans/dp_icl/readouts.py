@@ -296,6 +296,51 @@ def fig5_dp_sgd(summary: pd.DataFrame, spent: pd.DataFrame, Ns, eps, accountant:
     }
 
 
+ON_PAR = 1.5  # "on par": the paired 95 % interval of the excess-risk ratio lies inside [1/1.5, 1.5]
+
+
+def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = ON_PAR) -> dict:
+    """Tightly accounted NoisyHead against each corner of the DP-SGD bracket (``BRACKET``: T as steps
+    or epochs, max_grad_norm sigma/2 or C), per (N, eps), on the repetitions' paired log excess risks
+    (each repetition runs every method on the same data and start). A cell is on par when the
+    interval of the log ratio lies inside ±log(margin) (an equivalence test: a wide interval is not
+    "on par"). The claim holds where every corner is on par everywhere, fails where no corner is,
+    and the paper's unstated setting decides it otherwise (None)."""
+    from .experiments import BRACKET
+
+    absent = [c for c in ("method", "N", "eps", "rep", "excess") if c not in runs.columns]
+    if absent:
+        raise ValueError(f"the Figure 5 runs lack the column(s) {absent}")
+    tight, lim = noisyhead(accountant), float(np.log(margin))
+    corners = {}
+    for corner in BRACKET:
+        cells, ratios = [], []
+        for N in Ns:
+            for e in eps:
+                a = runs[(runs.method == tight) & (runs.N == N) & (runs.eps == e)].set_index("rep")["excess"]
+                b = runs[(runs.method == corner) & (runs.N == N) & (runs.eps == e)].set_index("rep")["excess"]
+                if a.empty or b.empty:
+                    raise ValueError(f"Figure 5 has no {tight if a.empty else corner!r} runs at N = {N}, ε = {e}")
+                reps = sorted(set(a.index) & set(b.index))
+                p = paired_difference(list(np.log(a[reps])), list(np.log(b[reps])))
+                on_par = None if p.lo is None else bool(-lim < p.lo and p.hi < lim)
+                cells.append(on_par)
+                ratios.append(float(np.exp(p.mean)))
+        corners[corner] = {"on_par_cells": sum(c is True for c in cells), "cells": len(cells),
+                           "on_par_all": False if False in cells else None if None in cells else True,
+                           "median_ratio": float(np.median(ratios)), "min_ratio": float(min(ratios)),
+                           "max_ratio": float(max(ratios))}
+    verdicts = [c["on_par_all"] for c in corners.values()]
+    short = {k: ("T epochs" if BRACKET[k]["epochs"] else "T steps") + (", clip C" if BRACKET[k]["clip"] == "C"
+                                                                       else ", clip σ/2") for k in corners}
+    return {"bracket": corners, "bracket_margin": margin,
+            "bracket_summary": {short[k]: f"{c['on_par_cells']}/{c['cells']} cells on par, NoisyHead/DP-SGD "
+                                          f"{c['min_ratio']:.3g}–{c['max_ratio']:.3g}" for k, c in corners.items()},
+            "tight_on_par_bracket": (True if all(v is True for v in verdicts)
+                                     else False if all(v is False for v in verdicts) else None),
+            "bracket_on_par_corners": [k for k, c in corners.items() if c["on_par_all"] is True]}
+
+
 # ------------------------------------------------------------------------------------ Figure 6
 def fig6_news_text(gd: pd.DataFrame, dp: pd.DataFrame, Ts, n_articles: int) -> dict:
     """``gd``/``dp``: ``summarise(text_curves(...), ["T"], "gd"/"noisyhead")``."""
