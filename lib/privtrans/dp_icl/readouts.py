@@ -303,9 +303,10 @@ def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = O
     """Tightly accounted NoisyHead against each corner of the DP-SGD bracket (``BRACKET``: T as steps
     or epochs, max_grad_norm sigma/2 or C), per (N, eps), on the repetitions' paired log excess risks
     (each repetition runs every method on the same data and start). A cell is on par when the
-    interval of the log ratio lies inside ±log(margin) (an equivalence test: a wide interval is not
-    "on par"). The claim holds where every corner is on par everywhere, fails where no corner is,
-    and the paper's unstated setting decides it otherwise (None)."""
+    interval of the log ratio lies inside ±log(margin) (an equivalence test), not on par when it lies
+    wholly outside, unresolved when it straddles the margin. A corner is on par when every cell is,
+    not when one cell is not. The claim holds where every corner is on par, fails where every corner
+    is not, and is left to the paper's unstated setting (or more repetitions) otherwise (None)."""
     from .experiments import BRACKET
 
     absent = [c for c in ("method", "N", "eps", "rep", "excess") if c not in runs.columns]
@@ -323,10 +324,13 @@ def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = O
                     raise ValueError(f"Figure 5 has no {tight if a.empty else corner!r} runs at N = {N}, ε = {e}")
                 reps = sorted(set(a.index) & set(b.index))
                 p = paired_difference(list(np.log(a[reps])), list(np.log(b[reps])))
-                on_par = None if p.lo is None else bool(-lim < p.lo and p.hi < lim)
+                # inside the margin: on par; wholly outside it: not; straddling it: unresolved (None)
+                on_par = (None if p.lo is None else True if -lim < p.lo and p.hi < lim
+                          else False if p.lo >= lim or p.hi <= -lim else None)
                 cells.append(on_par)
                 ratios.append(float(np.exp(p.mean)))
         corners[corner] = {"on_par_cells": sum(c is True for c in cells), "cells": len(cells),
+                           "not_on_par_cells": sum(c is False for c in cells),
                            "on_par_all": False if False in cells else None if None in cells else True,
                            "median_ratio": float(np.median(ratios)), "min_ratio": float(min(ratios)),
                            "max_ratio": float(max(ratios))}
@@ -334,11 +338,13 @@ def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = O
     short = {k: ("T epochs" if BRACKET[k]["epochs"] else "T steps") + (", clip C" if BRACKET[k]["clip"] == "C"
                                                                        else ", clip σ/2") for k in corners}
     return {"bracket": corners, "bracket_margin": margin,
-            "bracket_summary": {short[k]: f"{c['on_par_cells']}/{c['cells']} cells on par, NoisyHead/DP-SGD "
+            "bracket_summary": {short[k]: f"{c['on_par_cells']}/{c['cells']} cells on par, {c['not_on_par_cells']} "
+                                          f"clearly not, NoisyHead/DP-SGD "
                                           f"{c['min_ratio']:.3g}–{c['max_ratio']:.3g}" for k, c in corners.items()},
             "tight_on_par_bracket": (True if all(v is True for v in verdicts)
                                      else False if all(v is False for v in verdicts) else None),
-            "bracket_on_par_corners": [k for k, c in corners.items() if c["on_par_all"] is True]}
+            "bracket_on_par_corners": [k for k, c in corners.items() if c["on_par_all"] is True],
+            "bracket_decided": all(v is True for v in verdicts) or all(v is False for v in verdicts)}
 
 
 # ------------------------------------------------------------------------------------ Figure 6
