@@ -134,14 +134,15 @@ class GridRuns:
 
 
 def train_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, lrs, cache: RunCache | None = None,
-               log=None) -> GridRuns:
-    """Every (B, lr) cell for ``methods``; batch sizes above the number of users N are dropped
-    (the paper's grid reaches 4096 on ML-1M's 6,040 users)."""
+               log=None, seeds=(0,)) -> GridRuns:
+    """Every (B, lr) cell for ``methods`` at seeds ``seed + s`` for s in ``seeds``; batch sizes above
+    the number of users N are dropped (the paper's grid reaches 4096 on ML-1M's 6,040 users)."""
     cache = runs.run_cache() if cache is None else cache
     kept = [B for B in batch_sizes if B <= b.data.n_users]
     results, report = _counted(cache, lambda: [
         r for B in kept for lr in lrs
-        for r in run_grid(cache, b, cfg, methods, [epsilon], [seed], log=log, batch_size=B, lr=lr)])
+        for r in run_grid(cache, b, cfg, methods, [epsilon], [seed + s for s in seeds], log=log, batch_size=B,
+                          lr=lr)])
     dropped = [B for B in batch_sizes if B not in kept]
     if dropped:
         report += f"; batch sizes above N = {b.data.n_users} users not run: {dropped}"

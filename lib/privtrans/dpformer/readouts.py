@@ -120,17 +120,39 @@ def fig3_memory_speed(measured: pd.DataFrame, modelled: pd.DataFrame, isolated: 
 
 
 # ------------------------------------------------------------------------------------ Figure 2
-def fig2_sharing_grid(grid: pd.DataFrame) -> dict:
-    """Figure 2 over the B × lr grid: where the tie beats both untied arms, and its best cell."""
+def fig2_sharing_grid(grid: pd.DataFrame, refs: pd.DataFrame) -> dict:
+    """Figure 2 over the B × lr grid: where the tie beats both untied arms, and its best cell.
+
+    Judged: the tie against each untied arm on paired differences with the grid's cells as the
+    replicates (seed means per cell; "consistent gains over the grid"), and the largest (B, lr) cell
+    against every other cell on paired seeds (needs two seeds per cell). Precondition: some arm is
+    clearly above MostPopular over the cells."""
     cells = experiments.sharing_table(grid)
     best = cells[experiments.TIED].idxmax()
-    largest = (grid.batch_size.max(), grid.lr.max())
+    largest = (int(grid.batch_size.max()), float(grid.lr.max()))
+    per_cell = {m: {(int(B), float(lr)): float(v) for (B, lr), v in cells[m].items()}
+                for m in (experiments.TIED, *experiments.UNTIED_ARMS)}
+    vs = [paired_keyed(per_cell[experiments.TIED], per_cell[m], arm=m) for m in experiments.UNTIED_ARMS]
+    mp = _ref(refs, "most_popular")
+    above = max((paired_keyed(v, {c: mp for c in v}, method=m) for m, v in per_cell.items()),
+                key=lambda p: (p["lo"] if p["lo"] is not None else float("-inf"), p["mean"]))
+    tied_seeds = _cell_seeds(grid, experiments.TIED)
+    largest_vs = [paired_keyed(tied_seeds[largest], v, batch_size=c[0], lr=c[1])
+                  for c, v in sorted(tied_seeds.items()) if c != largest]
     return {
+        "seeds": _seeds(grid),
+        "seeds_per_cell": int(min(len(v) for v in tied_seeds.values())),
         "frac_cells_sharing_wins": float(cells.sharing_wins.mean()),
         "n_cells": int(len(cells)),
         "mean_gain_points": float(100 * cells.gain.mean()),
+        "tied_vs_untied": vs,
+        "sharing_beats_untied": all_held(vs),
+        "best_dp_vs_most_popular": above,
+        "most_popular_ndcg": mp,
         "best_cell_shared": {"batch_size": int(best[0]), "lr": float(best[1])},
         "best_shared_is_largest": bool(best == largest),
+        "largest_vs_other_cells": largest_vs,
+        "largest_cell_beats_others": all_held(largest_vs),
         "best_ndcg": {m: float(cells[m].max()) for m in (experiments.TIED, *experiments.UNTIED_ARMS)},
         "epsilon_spent": num(grid.epsilon_spent.max()),
     }
@@ -165,9 +187,19 @@ def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str) -> list[dict] |
         if not pa or not pb:
             return None
         seeds = sorted(pa.keys() & pb.keys())
-        out.append({"epsilon": e, "seeds": seeds,
-                    **paired_difference([pa[s] for s in seeds], [pb[s] for s in seeds]).as_dict()})
+        va, vb = [pa[s] for s in seeds], [pb[s] for s in seeds]
+        out.append({"epsilon": e, "seeds": seeds, "values": {a: va, b: vb},
+                    **paired_difference(va, vb).as_dict()})
     return out
+
+
+def paired_keyed(a: dict, b: dict, **labels) -> dict:
+    """Paired interval (``privtrans.book.paired``) of ``a[k] - b[k]`` over the keys both have (seeds,
+    or (ε, seed) pairs, or grid cells), with the keys and the values it used, for the record."""
+    keys = sorted(a.keys() & b.keys(), key=str)
+    va, vb = [a[k] for k in keys], [b[k] for k in keys]
+    return {**labels, "keys": [list(k) if isinstance(k, tuple) else k for k in keys], "a": va, "b": vb,
+            **paired_difference(va, vb).as_dict()}
 
 
 def all_held(pairs) -> bool | None:
@@ -223,6 +255,28 @@ def _spread(spread: pd.DataFrame, method: str, column: str) -> float | None:
     return None if v.empty or v.isna().any() else float(v.mean())
 
 
+def fall_back(curves: pd.DataFrame, method: str, key: str = "ndcg@10") -> dict:
+    """{(ε, seed): total drop of ``key`` between consecutive evaluations} of one method's curves:
+    Σ_k max(0, m_k − m_(k+1)), 0 for a curve that never falls back. Figure 6's "fluctuation", per
+    seed, so that two methods run with the same seeds can be compared pairwise."""
+    out = {}
+    for (e, s), g in curves[curves.method == method].groupby(["epsilon", "seed"]):
+        m = g.sort_values("epoch")[key].to_numpy(float)
+        out[(float(e), int(s))] = float(np.clip(m[:-1] - m[1:], 0, None).sum()) if len(m) > 1 else None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def stability(curves: pd.DataFrame) -> dict:
+    """Figure 6 judged per seed: vanilla's fall-back minus DPFormer's over the (ε, seed) runs both
+    have (paired t interval; holds when DPFormer falls back less)."""
+    return paired_keyed(fall_back(curves, VANILLA), fall_back(curves, DPFORMER),
+                        what="fall-back of test NDCG@10 during training, vanilla − DPFormer, per (ε, seed)")
+
+
+def _seeds(runs: pd.DataFrame) -> list[int]:
+    return sorted(int(s) for s in runs.seed.unique())
+
+
 def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons) -> dict:
     _require(runs, ["method", "epsilon", "seed", "ndcg@10", "hit@10", "epsilon_spent"], "the runs table")
     spread = experiments.seed_spread(curves)
@@ -230,7 +284,9 @@ def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
     return {
         "ndcg": experiments.means(runs),
         "epsilons": list(epsilons),
+        "seeds": _seeds(runs),
         "n_seeds": int(runs.groupby(["method", "epsilon"]).seed.nunique().min()),
+        "dpformer_stabler": stability(curves),
         **table_orderings(runs, epsilons),
         "most_popular_ndcg": _ref(refs, "most_popular"),
         "best_dp_ndcg": float(runs.groupby(["method", "epsilon"])["ndcg@10"].mean().max()),
@@ -254,18 +310,41 @@ def table1_movielens(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFram
 def table2_amazon_like(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons,
                        grid: pd.DataFrame) -> dict:
     """Table 2 as Table 1 (plus the oracle), and Figure 7: DPFormer − vanilla per grid cell."""
-    diffs = experiments.grid_differences(grid, DPFORMER, VANILLA)
-    key = [f"B{int(B)}_lr{lr:g}" for B, lr in zip(diffs.batch_size, diffs.lr)]
     out = _table_values(runs, curves, refs, epsilons)
     out.update(
         oracle_ndcg=_ref(refs, "oracle"),
         oracle_hit=_ref(refs, "oracle", "hit@10"),
-        grid_diffs=dict(zip(key, diffs["diff"].astype(float))),
-        diag_diffs=[float(v) for v in diffs.loc[diffs.on_diagonal, "diff"]],
-        frac_grid_dpformer_wins=float((diffs["diff"] > 0).mean()),
+        **grid_diagonal(grid),
         epsilon_spent_max=num(max(runs.epsilon_spent.max(), grid.epsilon_spent.max())),
     )
     return out
+
+
+def _cell_seeds(grid: pd.DataFrame, method: str, key: str = "ndcg@10") -> dict:
+    """{(B, lr): {seed: value}} of one method over a grid."""
+    sub = grid[grid.method == method]
+    out: dict = {}
+    for B, lr, s, v in zip(sub.batch_size, sub.lr, sub.seed, sub[key]):
+        out.setdefault((int(B), float(lr)), {})[int(s)] = float(v)
+    return out
+
+
+def grid_diagonal(grid: pd.DataFrame, ours: str = DPFORMER, base: str = VANILLA) -> dict:
+    """Figure 7: ``ours`` − ``base`` per cell (seed means, shown) and, on every cell of the main
+    diagonal, a paired interval across the seeds both ran (judged); a cell with one seed has none."""
+    diffs = experiments.grid_differences(grid, ours, base)
+    key = [f"B{int(B)}_lr{lr:g}" for B, lr in zip(diffs.batch_size, diffs.lr)]
+    a, b = _cell_seeds(grid, ours), _cell_seeds(grid, base)
+    diag = [(int(B), float(lr)) for B, lr in zip(diffs.batch_size[diffs.on_diagonal], diffs.lr[diffs.on_diagonal])]
+    paired = [paired_keyed(a[c], b[c], batch_size=c[0], lr=c[1]) for c in diag]
+    return {
+        "grid_diffs": dict(zip(key, diffs["diff"].astype(float))),
+        "diag_diffs": [float(v) for v in diffs.loc[diffs.on_diagonal, "diff"]],
+        "diag_paired": paired,
+        "dpformer_beats_vanilla_diag": all_held(paired),
+        "grid_seeds_per_cell": int(min(len(v) for v in a.values())) if a else 0,
+        "frac_grid_dpformer_wins": float((diffs["diff"] > 0).mean()),
+    }
 
 
 # ------------------------------------------------------------------------------------ Figure 4, Table 3
@@ -350,8 +429,29 @@ def fig9_attention_shift(shift: pd.DataFrame, epsilons, models: pd.DataFrame) ->
     v = _fig9_views(shift.groupby(["method", "epsilon"], dropna=False)[cols].mean(), epsilons)
     per_seed = [_fig9_views(g.groupby(["method", "epsilon"], dropna=False)[cols].mean(), epsilons)
                 for _, g in shift.groupby("seed")]
+    seeds = sorted(int(x) for x in shift.seed.unique())
+    by_seed = dict(zip(seeds, per_seed))
+
+    def col(name, i=None):
+        vals = {s: (w[name] if i is None else w[name][i]) for s, w in by_seed.items()}
+        return {s: x for s, x in vals.items() if x is not None}
+
+    n_eps = len(v["kl_by_eps"])
+    kl_steps = [paired_keyed(col("kl_by_eps", i), col("kl_by_eps", i + 1), step=f"{i} -> {i + 1}")
+                for i in range(n_eps - 1)]
+    lean_vs = [paired_keyed(col("lean_low"), col("lean_high"), vs="ε high"),
+               paired_keyed(col("lean_low"), col("lean_nonprivate"), vs="non-private")]
     return {
         **v,
+        "epsilons": sorted(epsilons),
+        "seeds": seeds,
+        # judged: paired intervals across seeds (each seed's value is its mean over blocks)
+        "kl_steps_paired": kl_steps,
+        "kl_falls_with_eps": all_held(kl_steps),
+        "lean_low_paired": lean_vs,
+        "low_eps_leans_to_rare": all_held(lean_vs),
+        "dpformer_lowers_lean": paired_keyed(col("lean_low"), col("dpformer_lean_low")),
+        "dpformer_lowers_kl": paired_keyed(col("kl_low"), col("dpformer_kl_low")),
         "seeds_kl_monotone": _frac_true([s["kl_monotone"] for s in per_seed]),
         "seeds_lean_low_gt_high": _frac_true([_gt(s["lean_low"], s["lean_high"]) for s in per_seed]),
         "seeds_dpformer_lean_below": _frac_true([_lt(s["dpformer_lean_low"], s["lean_low"]) for s in per_seed]),
