@@ -463,6 +463,18 @@ def test_fig4_by_hand_and_claims():
     assert v["fig4_reattention_closer_to_truth"]["held"] is True
     assert v["table3_relu_analytic_matches_sampling"]["held"] is False  # 2.7% > 2%
     assert v["moments_match_monte_carlo"]["held"] is True
+    # Figure 8: the ReLU rule for GELU, 0.0034 vs 0.0025 (+36%) at s = 0.1, 0.3408 vs 0.35 at s = 1
+    f8 = out["fig8_relu_rule_rel_err"]
+    assert [r["input_std"] for r in f8] == [0.1, 1.0]
+    assert [r["rel_err"] for r in f8] == pytest.approx([0.0034 / 0.0025 - 1, 0.3408 / 0.35 - 1])
+    assert v["fig8_relu_rule_approximates_gelu"]["held"] is False
+
+
+def test_fig8_holds_when_gelu_matches_the_relu_rule():
+    mc, sweep, tail, t3, paper, checks = fig4_inputs()
+    t3.loc[t3.activation == "GELU", "n=1000"] = [0.0033, 0.34]
+    out = readouts.fig4_attention_distraction(mc, sweep, tail, t3, paper, checks)
+    assert verdicts({"fig4_attention_distraction": out})["fig8_relu_rule_approximates_gelu"]["held"] is True
 
 
 def test_fig4_failures_and_missing_rows():

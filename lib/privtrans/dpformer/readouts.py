@@ -347,7 +347,16 @@ def grid_diagonal(grid: pd.DataFrame, ours: str = DPFORMER, base: str = VANILLA)
     }
 
 
-# ------------------------------------------------------------------------------------ Figure 4, Table 3
+# ------------------------------------------------------------------------------------ Figure 4, Table 3, Figure 8
+def _relu_rule_for_gelu(table3: pd.DataFrame) -> list[dict]:
+    """Figure 8 / Remark A.5: the ReLU variance formula used for GELU against GELU's sampled variance
+    (largest n), per input std of Table 3: [{input_std, relu_rule, gelu_sampled, rel_err}]."""
+    big = moments._largest_n_column(table3)
+    g = table3[table3.activation == "GELU"].sort_values("input_std")
+    return [{"input_std": float(s), "relu_rule": float(a), "gelu_sampled": float(v), "rel_err": float(a / v - 1)}
+            for s, a, v in zip(g.input_std, g.analytic_relu, g[big])]
+
+
 def fig4_attention_distraction(mc: dict, sweep: pd.DataFrame, tail: int, table3: pd.DataFrame,
                                paper_table3: pd.DataFrame, checks: pd.DataFrame) -> dict:
     """Figure 4 (one draw set ``mc`` and the σ ``sweep``), Table 3's errors, the moment-rule checks.
@@ -374,6 +383,7 @@ def fig4_attention_distraction(mc: dict, sweep: pd.DataFrame, tail: int, table3:
         "table3_eq8_min_rel_err": t3["eq8_min_rel_err"],
         "table3_gelu_quad_max_rel_err": t3["gelu_quad_max_rel_err"],
         "table3_gelu_via_relu_max_rel_err": t3["gelu_via_relu_max_rel_err"],
+        "fig8_relu_rule_rel_err": _relu_rule_for_gelu(table3),
         "table3_gelu_vs_paper_max_rel_diff": t3["gelu_vs_paper_max_rel_diff"],
         "checks_max_abs_rel_err": num(ours.rel_error.abs().max()) if len(ours) else None,
         "checks_end_to_end_max_abs_rel_err": (num(end_to_end.rel_error.abs().max())
