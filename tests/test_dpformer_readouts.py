@@ -557,6 +557,140 @@ def test_fig9_one_eps_cannot_show_a_trend():
     assert verdicts({"fig9_attention_shift": out})["fig9_shift_shrinks_with_eps"]["held"] is not True
 
 
+# ------------------------------------------------------------------------------------ premise data
+P_EPS = [1, 3, 8]
+P_SEEDS = (0, 1, 2)
+SEED_NOISE = (0.0, 0.004, -0.003)   # the same for both methods: a shared seed moves both alike
+
+
+def premise_runs(diff=((0.03, 0.032, 0.029), (0.02, 0.021, 0.019), (0.01, 0.011, 0.009)), base=(0.50, 0.55, 0.60)):
+    """vanilla NDCG base[ε] + seed noise; DPFormer = vanilla + diff[ε][seed]; CE = 3 − NDCG."""
+    rows = []
+    for e, b, ds in zip(P_EPS, base, diff):
+        for k, s in enumerate(P_SEEDS):
+            for m, v in (("transformer", b + SEED_NOISE[k]), ("dpformer", b + SEED_NOISE[k] + ds[k])):
+                rows.append({"method": m, "label": m, "epsilon": e, "seed": s, "ndcg@10": v, "hit@10": v + 0.1,
+                             "test_ce": 3 - v, "epsilon_spent": e})
+    return pd.DataFrame(rows)
+
+
+def premise_curves(fall=(0.01, 0.0)):
+    rows = []
+    for m, f in zip(("transformer", "dpformer"), fall):
+        for e in P_EPS:
+            for k, s in enumerate(P_SEEDS):
+                for epoch, v in ((1, 0.3), (2, 0.5), (3, 0.5 - f * (1 + 0.1 * k))):
+                    rows.append({"method": m, "epsilon": e, "seed": s, "epoch": epoch, "ndcg@10": v, "hit@10": v})
+    return pd.DataFrame(rows)
+
+
+def premise_refs(mp=0.3):
+    return pd.DataFrame([{"method": "most_popular", "label": "MP", "ndcg@10": mp, "hit@10": 0.5, "ce": 4.0},
+                         {"method": "oracle", "label": "Oracle", "ndcg@10": 0.73, "hit@10": 0.84, "ce": 2.0}])
+
+
+def premise_attention(tail=((0.10, 0.08, 0.06), (0.09, 0.07, 0.05)), nonprivate=0.03):
+    """tail[method][ε] + seed noise (shared); the trigger gets 0.5 − tail."""
+    rows = [{"method": "non-private", "epsilon": None, "seed": s, "tail_attention": nonprivate + SEED_NOISE[k],
+             "trigger_attention": 0.6} for k, s in enumerate(P_SEEDS)]
+    for m, t in zip(("transformer", "dpformer"), tail):
+        for e, v in zip(P_EPS, t):
+            for k, s in enumerate(P_SEEDS):
+                rows.append({"method": m, "epsilon": e, "seed": s, "tail_attention": v + SEED_NOISE[k],
+                             "trigger_attention": 0.5 - v})
+    return pd.DataFrame(rows)
+
+
+def premise_values(runs=None, curves=None, refs=None, attention=None):
+    nonprivate = pd.DataFrame({"ndcg@10": [0.7, 0.71, 0.69]})
+    return readouts.premise_table(premise_runs() if runs is None else runs,
+                                  premise_curves() if curves is None else curves,
+                                  premise_refs() if refs is None else refs, P_EPS,
+                                  premise_attention() if attention is None else attention, nonprivate)
+
+
+def test_premise_table_by_hand_and_claims():
+    out = premise_values()
+    assert out["seeds"] == [0, 1, 2] and out["epsilons"] == P_EPS
+    d = out["dpformer_vs_vanilla"]
+    assert [p["mean"] for p in d] == pytest.approx([0.0303333, 0.02, 0.01], abs=1e-6)
+    assert d[0]["keys"] == [0, 1, 2] and d[0]["a"] == pytest.approx([0.53, 0.536, 0.526])
+    assert all(p["held"] for p in d) and out["dpformer_beats_vanilla_all"] is True
+    assert out["dpformer_lower_ce_all"] is True
+    assert out["ce_vanilla_minus_dpformer"][0]["mean"] == pytest.approx(d[0]["mean"])
+    assert out["dp_above_most_popular"]["held"] is True and out["oracle_ce"] == 2.0
+    assert out["gain_grows_as_eps_shrinks"]["held"] is True
+    assert out["dpformer_stabler"]["held"] is True and out["dp_draws_attention_to_tail"]["held"] is True
+    assert out["dpformer_lowers_tail_attention_all"] is True
+    assert out["tail_attention"]["transformer"] == pytest.approx([0.10 + 1 / 3000, 0.08 + 1 / 3000, 0.06 + 1 / 3000])
+    v = verdicts({"premise_table": out})
+    for cid in ("premise_setting_can_show", "premise_dpformer_beats_vanilla", "premise_gain_grows_as_eps_shrinks",
+                "premise_fig6_stabler", "premise_dp_distracts_attention", "premise_reattention_lowers_tail_attention"):
+        assert v[cid]["held"] is True, (cid, v[cid]["reason"])
+
+
+def test_premise_tie_and_noisy_difference_do_not_hold():
+    tie = premise_values(premise_runs(diff=((0.0,) * 3,) * 3))
+    assert tie["dpformer_beats_vanilla_all"] is False and tie["dpformer_vs_vanilla"][0]["mean"] == 0
+    assert verdicts({"premise_table": tie})["premise_dpformer_beats_vanilla"]["held"] is False
+    noisy = premise_values(premise_runs(diff=((0.03, 0.032, 0.029), (0.02, -0.015, 0.01), (0.01, 0.011, 0.009))))
+    p = noisy["dpformer_vs_vanilla"][1]
+    assert p["mean"] > 0 and p["lo"] < 0 < p["hi"] and p["held"] is False
+    assert verdicts({"premise_table": noisy})["premise_dpformer_beats_vanilla"]["held"] is False
+    # equal tail attention with and without Re-Attention at one ε: a tie
+    same = premise_values(attention=premise_attention(tail=((0.10, 0.08, 0.06), (0.09, 0.08, 0.05))))
+    assert same["dpformer_lowers_tail_attention_all"] is False
+
+
+def test_premise_claims_are_not_judged_below_most_popular():
+    out = premise_values(refs=premise_refs(mp=0.52))   # above vanilla at ε = 1 (0.50)
+    assert out["dp_above_most_popular"]["held"] is False
+    assert "transformer at ε = 1" in out["dp_above_most_popular"]["reason"]
+    v = verdicts({"premise_table": out})
+    assert v["premise_setting_can_show"]["held"] is False
+    row = v["premise_dpformer_beats_vanilla"]
+    assert row["held"] is None and "precondition failed" in row["reason"]
+
+
+def premise_sharing(gains=(0.02, 0.025, 0.018)):
+    rows = []
+    for k, s in enumerate(P_SEEDS):
+        t = 0.55 + SEED_NOISE[k]
+        for m, v in (("transformer", t), ("transformer_untied", t - gains[k]), ("transformer_untied_half", t - 0.05)):
+            rows.append({"method": m, "epsilon": 3, "seed": s, "ndcg@10": v, "epsilon_spent": 3})
+    return pd.DataFrame(rows)
+
+
+def premise_grid(diag_gain=(0.01, 0.012, 0.009)):
+    rows = []
+    for B, lr, seeds in ((250, 0.005, P_SEEDS), (250, 0.01, (0,)), (500, 0.005, (0,)), (500, 0.01, P_SEEDS)):
+        for k, s in enumerate(seeds):
+            v = 0.6 + SEED_NOISE[k]
+            rows += [{"method": "transformer", "epsilon": 8, "seed": s, "batch_size": B, "lr": lr, "ndcg@10": v,
+                      "epsilon_spent": 8},
+                     {"method": "dpformer", "epsilon": 8, "seed": s, "batch_size": B, "lr": lr,
+                      "ndcg@10": v + diag_gain[k], "epsilon_spent": 8}]
+    return pd.DataFrame(rows)
+
+
+def test_premise_sharing_grid_by_hand_and_claims():
+    out = readouts.premise_sharing_grid(premise_sharing(), premise_grid(), premise_refs(), 3)
+    assert [p["held"] for p in out["tied_vs_untied"]] == [True, True] and out["sharing_beats_untied"] is True
+    assert out["grid_seeds_per_cell"] == 3 and [len(p["keys"]) for p in out["diag_paired"]] == [3, 3]
+    assert out["dpformer_beats_vanilla_diag"] is True and out["grid_above_most_popular"]["held"] is True
+    v = verdicts({"premise_sharing_grid": out})
+    assert v["premise_fig2_sharing_beats_untied"]["held"] is True
+    assert v["premise_fig7_dpformer_wins_diagonal"]["held"] is True
+    tie = readouts.premise_sharing_grid(premise_sharing((0.0, 0.0, 0.0)), premise_grid((0.0, 0.0, 0.0)),
+                                        premise_refs(), 3)
+    vt = verdicts({"premise_sharing_grid": tie})
+    assert vt["premise_fig2_sharing_beats_untied"]["held"] is False
+    assert vt["premise_fig7_dpformer_wins_diagonal"]["held"] is False
+    noisy = readouts.premise_sharing_grid(premise_sharing((0.03, -0.02, 0.01)), premise_grid((0.02, -0.015, 0.01)),
+                                          premise_refs(), 3)
+    assert noisy["tied_vs_untied"][0]["held"] is False and noisy["dpformer_beats_vanilla_diag"] is False
+
+
 # ------------------------------------------------------------------------------------ every claim
 def test_every_claim_reads_only_recorded_values():
     """With every readout filled, no claim of the chapter fails to evaluate (no key is read that no
@@ -571,6 +705,8 @@ def test_every_claim_reads_only_recorded_values():
                                                           grid_runs(FIG7_GRID, seeds=(0, 1))),
         "fig4_attention_distraction": readouts.fig4_attention_distraction(*fig4_inputs()),
         "fig9_attention_shift": readouts.fig9_attention_shift(fig9_shift(), [5, 8, 10], fig9_models()),
+        "premise_table": premise_values(),
+        "premise_sharing_grid": readouts.premise_sharing_grid(premise_sharing(), premise_grid(), premise_refs(), 3),
     }
     rows = verdicts(values)
     assert len(rows) == len(claims.load("dpformer")["claims"]) > 20

@@ -15,7 +15,7 @@ import pandas as pd
 from privtrans.book.runcache import RunCache
 
 from . import data as rdata
-from . import metrics, runs, synthetic, train
+from . import metrics, premise, runs, synthetic, train
 
 # Figure 2's arms: the tied Transformer against the two untied ones
 TIED = "transformer"
@@ -23,7 +23,7 @@ UNTIED_ARMS = ("transformer_untied", "transformer_untied_half")
 # Figure 6's pair: the vanilla Transformer and DPFormer
 STABILITY_PAIR = ("transformer", "dpformer")
 # the columns a notebook shows of its runs
-RUN_COLUMNS = ["label", "epsilon", "seed", "batch_size", "lr", "ndcg@10", "hit@10", "privacy", "seconds"]
+RUN_COLUMNS = ["label", "epsilon", "seed", "batch_size", "lr", "ndcg@10", "hit@10", "test_ce", "privacy", "seconds"]
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Bundle:
 
     data: rdata.SeqData
     split: rdata.Split
-    truth: synthetic.SessionModel | None = None
+    truth: synthetic.SessionModel | premise.TriggerModel | None = None
 
     @property
     def name(self) -> str:
@@ -40,14 +40,17 @@ class Bundle:
 
 
 def load(cfg: dict) -> Bundle:
-    """``cfg["dataset"]`` is ``movielens`` or ``amazon_like`` (generator arguments in ``cfg["generator"]``)."""
+    """``cfg["dataset"]`` is ``movielens``, ``amazon_like`` or ``premise`` (generator arguments in
+    ``cfg["generator"]``)."""
     name = cfg.get("dataset")
     if name == "movielens":
         ds, truth = rdata.load_movielens(k=cfg.get("k_core", 5)), None
     elif name == "amazon_like":
         ds, truth = synthetic.amazon_like(**(cfg.get("generator") or {}))
+    elif name == "premise":
+        ds, truth = premise.popular_trigger(**(cfg.get("generator") or {}))
     else:
-        raise ValueError(f"dataset must be 'movielens' or 'amazon_like', got {name!r}")
+        raise ValueError(f"dataset must be 'movielens', 'amazon_like' or 'premise', got {name!r}")
     return Bundle(ds, rdata.leave_one_out(ds, cfg["max_len"]), truth)
 
 
@@ -57,16 +60,22 @@ def dataset_stats(b: Bundle) -> pd.DataFrame:
 
 
 def reference_rows(b: Bundle, max_len: int) -> list[dict]:
-    """Non-trained anchors: MostPopular (non-private, for scale) and, for synthetic data, the oracle."""
-    n = len(b.split.test_target)
+    """Non-trained anchors: MostPopular (non-private, for scale) and, for synthetic data, the oracle;
+    with their test cross-entropy (MostPopular: add-one smoothed training frequencies)."""
+    n, y = len(b.split.test_target), b.split.test_target
     rows = []
-    mp = metrics.ndcg_hit(metrics.target_rank(
-        metrics.most_popular_scores(b.split.train, b.split.n_items, n), b.split.test_target))
-    rows.append({"method": "most_popular", "label": "MostPopular (non-private)", **mp})
+    counts = metrics.most_popular_scores(b.split.train, b.split.n_items, n)
+    mp = metrics.ndcg_hit(metrics.target_rank(counts, y))
+    smoothed = counts + 1.0
+    smoothed[:, 0] = 0
+    rows.append({"method": "most_popular", "label": "MostPopular (non-private)", **mp,
+                 "ce": metrics.probability_cross_entropy(smoothed, y)})
     if b.truth is not None:
-        orc = metrics.ndcg_hit(metrics.target_rank(
-            synthetic.oracle_scores(b.truth, b.split.test_input[:, -max_len:]), b.split.test_target))
-        rows.append({"method": "oracle", "label": "Oracle (true generator)", **orc})
+        oracle = premise.oracle_scores if isinstance(b.truth, premise.TriggerModel) else synthetic.oracle_scores
+        probs = oracle(b.truth, b.split.test_input[:, -max_len:])
+        orc = metrics.ndcg_hit(metrics.target_rank(probs, y))
+        rows.append({"method": "oracle", "label": "Oracle (true generator)", **orc,
+                     "ce": metrics.probability_cross_entropy(probs, y)})
     return rows
 
 
@@ -149,6 +158,50 @@ def train_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, l
     return GridRuns(results, frame(results), dropped, report)
 
 
+def train_diagonal_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, lrs, diag_seeds,
+                        off_seeds, cache: RunCache | None = None, log=None) -> GridRuns:
+    """A B × lr grid with more seeds on its main diagonal (k-th smallest B with k-th smallest lr),
+    where Figure 7's claim is judged on paired seeds, than off it (shown only)."""
+    cache = runs.run_cache() if cache is None else cache
+    kept = [B for B in sorted(batch_sizes) if B <= b.data.n_users]
+    diag = set(zip(kept, sorted(lrs)))
+    results, report = _counted(cache, lambda: [
+        r for B in kept for lr in sorted(lrs)
+        for r in run_grid(cache, b, cfg, methods, [epsilon],
+                          [seed + s for s in (diag_seeds if (B, lr) in diag else off_seeds)],
+                          log=log, batch_size=B, lr=lr)])
+    dropped = [B for B in batch_sizes if B not in kept]
+    if dropped:
+        report += f"; batch sizes above N = {b.data.n_users} users not run: {dropped}"
+    return GridRuns(results, frame(results), dropped, report)
+
+
+def premise_attention(b: Bundle, results: list[dict], n_users: int) -> pd.DataFrame:
+    """One row per trained model of the premise setting: where its last query row attends on the
+    first ``n_users`` test histories (tail items, the trigger; ``premise.attention_mass``), the
+    DPFormer models read with Re-Attention on, as they are evaluated."""
+    import torch
+
+    from . import reattention
+
+    if not isinstance(b.truth, premise.TriggerModel):
+        raise ValueError("premise_attention needs the premise data set (its true model names the tail)")
+    freq = reattention.item_frequencies(torch.as_tensor(b.split.train), b.split.n_items)
+    rows = []
+    for r in results:
+        s = r["spec"]
+        model = train.load_model(r, b.split.n_items)
+        hist = b.split.test_input[:n_users, -s["max_len"]:]
+        if s["method"] == "dpformer" and r.get("privacy"):
+            reattention.enable(model, sigma_dp=r["privacy"]["noise_multiplier"], batch_size=s["batch_size"],
+                               item_freq=freq)
+        last = reattention.attention_maps(model, torch.as_tensor(hist))[-1][:, -1].numpy()
+        rows.append({"method": s["method"] if s["epsilon"] is not None else "non-private",
+                     "epsilon": s["epsilon"], "seed": s["seed"],
+                     **{f"{k}_attention": v for k, v in premise.attention_mass(last, hist, b.truth).items()}})
+    return pd.DataFrame(rows)
+
+
 def sharing_table(grid: pd.DataFrame) -> pd.DataFrame:
     """Figure 2 per (B, lr) cell: NDCG@10 of each arm and whether the tie beats both untied arms.
 
@@ -192,7 +245,7 @@ def frame(results: list[dict]) -> pd.DataFrame:
         rows.append({
             "method": s["method"], "label": train.LABELS[s["method"]], "epsilon": s["epsilon"],
             "seed": s["seed"], "batch_size": s["batch_size"], "lr": s["lr"], "d": s["d"],
-            "ndcg@10": r["ndcg@10"], "hit@10": r["hit@10"],
+            "ndcg@10": r["ndcg@10"], "hit@10": r["hit@10"], "test_ce": r.get("test_ce"),
             "epsilon_spent": p.get("epsilon"), "delta": p.get("delta"), "sigma": p.get("noise_multiplier"),
             "steps": p.get("steps"), "privacy": r["privacy_label"], "seconds": r["seconds"],
             "cached": r.get("cached", False),
@@ -247,7 +300,8 @@ def curves(results: list[dict]) -> pd.DataFrame:
         s = r["spec"]
         for c in r["curve"]:
             rows.append({"method": s["method"], "label": train.LABELS[s["method"]], "epsilon": s["epsilon"],
-                         "seed": s["seed"], "epoch": c["epoch"], "ndcg@10": c["ndcg@10"], "hit@10": c["hit@10"]})
+                         "seed": s["seed"], "epoch": c["epoch"], "ndcg@10": c["ndcg@10"], "hit@10": c["hit@10"],
+                         "ce": c.get("ce")})
     return pd.DataFrame(rows)
 
 

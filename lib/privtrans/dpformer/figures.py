@@ -114,3 +114,24 @@ def method_bars(df: pd.DataFrame, methods, epsilons, refs: pd.DataFrame | None =
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
+
+
+def paired_differences(panels: dict, scale: float = 100.0):
+    """Per-seed differences a − b (dots) with their 95 % t interval (bar) and mean (tick), one column
+    per entry of each panel; ``panels`` maps a title to a list of ``readouts.paired_keyed`` dicts with
+    a ``label`` for the column. A comparison holds where the bar lies above the zero line."""
+    fig, axes = subplots(1, len(panels), figsize=(4.4 * len(panels), 3.4), squeeze=False)
+    for ax, (title, rows) in zip(axes[0], panels.items()):
+        for x, r in enumerate(rows):
+            d = (np.asarray(r["a"], float) - np.asarray(r["b"], float)) * scale
+            ax.plot(np.full(len(d), x) + np.linspace(-0.08, 0.08, len(d)), d, "o", color="C0", ms=4, alpha=0.7)
+            if r.get("lo") is not None:
+                ax.plot([x, x], [r["lo"] * scale, r["hi"] * scale], color="C3" if not r["held"] else "C2", lw=3)
+            if r.get("mean") is not None:
+                ax.plot([x - 0.15, x + 0.15], [r["mean"] * scale] * 2, color="k", lw=1)
+        ax.axhline(0, color="k", ls=":", lw=1)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([r.get("label", "") for r in rows])
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -34,15 +34,35 @@ def ndcg_hit(ranks: np.ndarray, k: int = 10) -> dict:
     return {f"ndcg@{k}": float(ndcg.mean()), f"hit@{k}": float(hit.mean())}
 
 
+def cross_entropy(scores, targets) -> np.ndarray:
+    """Per-row −log softmax(scores over items 1..M)[target] (nats): the test loss beside the ranking
+    metrics, which see only the order of the scores. scores (N, M+1) as for :func:`target_rank`."""
+    scores = torch.as_tensor(scores, dtype=torch.float64 if isinstance(scores, np.ndarray) else None)
+    targets = torch.as_tensor(targets, dtype=torch.long, device=scores.device)
+    items = scores[:, 1:].double()
+    ce = torch.logsumexp(items, 1) - items.gather(1, (targets - 1)[:, None]).squeeze(1)
+    return ce.cpu().numpy()
+
+
+def probability_cross_entropy(probs: np.ndarray, targets: np.ndarray, floor: float = 1e-12) -> float:
+    """Mean −log p(target) of a reference that gives probabilities (N, M+1), e.g. the oracle."""
+    p = np.asarray(probs, dtype=float)
+    p = p[:, 1:] / p[:, 1:].sum(1, keepdims=True)
+    return float(-np.log(np.maximum(p[np.arange(len(p)), np.asarray(targets) - 1], floor)).mean())
+
+
 @torch.no_grad()
 def evaluate(score_fn, inputs: np.ndarray, targets: np.ndarray, k: int = 10, batch: int = 512,
              device=None) -> dict:
-    """Full-ranking metrics of ``score_fn(inputs_batch) -> (b, M+1)`` scores of the next item."""
-    ranks = []
+    """Full-ranking metrics of ``score_fn(inputs_batch) -> (b, M+1)`` scores of the next item, and the
+    mean test cross-entropy ``ce``."""
+    ranks, ces = [], []
     for i in range(0, len(inputs), batch):
         x = torch.as_tensor(inputs[i:i + batch], device=device)
-        ranks.append(target_rank(score_fn(x).float(), torch.as_tensor(targets[i:i + batch], device=device)))
-    return ndcg_hit(np.concatenate(ranks), k)
+        s, t = score_fn(x).float(), torch.as_tensor(targets[i:i + batch], device=device)
+        ranks.append(target_rank(s, t))
+        ces.append(cross_entropy(s, t))
+    return {**ndcg_hit(np.concatenate(ranks), k), "ce": float(np.concatenate(ces).mean())}
 
 
 def most_popular_scores(train: np.ndarray, n_items: int, n_rows: int) -> np.ndarray:

@@ -342,8 +342,119 @@ def grid_diagonal(grid: pd.DataFrame, ours: str = DPFORMER, base: str = VANILLA)
         "diag_diffs": [float(v) for v in diffs.loc[diffs.on_diagonal, "diff"]],
         "diag_paired": paired,
         "dpformer_beats_vanilla_diag": all_held(paired),
-        "grid_seeds_per_cell": int(min(len(v) for v in a.values())) if a else 0,
+        "grid_seeds_per_cell": int(min(len(a[c]) for c in diag)) if diag else 0,   # on the diagonal
         "frac_grid_dpformer_wins": float((diffs["diff"] > 0).mean()),
+    }
+
+
+# ------------------------------------------------------------------------------------ the premise setting
+def _per_seed_col(df: pd.DataFrame, method: str, epsilon, column: str) -> dict:
+    """{seed: value} of one (method, ε) of a per-run table; ε None selects the non-private rows."""
+    eps = df.epsilon.astype(float)
+    sel = (df.method == method) & (eps.isna() if epsilon is None else (eps == float(epsilon)))
+    return {int(s): float(v) for s, v in zip(df.seed[sel], df[column][sel]) if v == v}
+
+
+def all_above_reference(runs: pd.DataFrame, epsilons, methods, reference: float, column: str = "ndcg@10") -> dict:
+    """Whether every DP (method, ε) is clearly above a fixed reference (MostPopular): per cell a t
+    interval over seeds on the value − reference; ``held`` only when every cell's clears zero."""
+    cells = [paired_keyed(p, {s: reference for s in p}, method=m, epsilon=e)
+             for m in methods for e in epsilons for p in [_per_seed_col(runs, m, e, column)]]
+    worst = min(cells, key=lambda c: c["lo"] if c["lo"] is not None else float("-inf")) if cells else None
+    return {"held": all_held(cells), "cells": cells,
+            "reason": worst["reason"] + f" (lowest: {worst['method']} at ε = {worst['epsilon']:g})" if worst else
+            "no DP run"}
+
+
+def _paired_per_eps(df: pd.DataFrame, epsilons, a: str, b: str, column: str, a_eps=None, b_eps=None) -> list[dict]:
+    """Per ε: paired interval of (``a`` − ``b``)'s ``column`` across seeds (``b_eps``: "none" compares with
+    the non-private rows of ``b`` instead of ``b`` at the same ε)."""
+    return [paired_keyed(_per_seed_col(df, a, e, column), _per_seed_col(df, b, None if b_eps == "none" else e, column),
+                         epsilon=e)
+            for e in epsilons]
+
+
+def _relative_gain(runs: pd.DataFrame, epsilon) -> dict:
+    """{seed: DPFormer / vanilla − 1} of NDCG@10 at one ε."""
+    d, v = _per_seed_col(runs, DPFORMER, epsilon, "ndcg@10"), _per_seed_col(runs, VANILLA, epsilon, "ndcg@10")
+    return {s: d[s] / v[s] - 1 for s in d.keys() & v.keys() if v[s] > 0}
+
+
+def premise_table(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons,
+                  attention: pd.DataFrame, nonprivate: pd.DataFrame) -> dict:
+    """Tables 1-2, Figure 6 and the attention premise (§4.1, Figure 9) on the synthetic premise data.
+
+    Judged on paired seeds (``privtrans.book.paired``): DPFormer − vanilla NDCG@10 per ε; vanilla −
+    DPFormer test cross-entropy per ε (shown beside it); DPFormer's relative gain at the smallest ε
+    minus at the largest; Figure 6's fall-back; the attention vanilla puts on tail items against the
+    non-private model's and against DPFormer's. Precondition: every DP (method, ε) clearly above
+    MostPopular. ``attention`` comes from ``experiments.premise_attention``; ``nonprivate`` is the
+    runs table of the non-private reference (one run per seed)."""
+    _require(runs, ["method", "epsilon", "seed", "ndcg@10", "test_ce"], "the runs table")
+    _require(attention, ["method", "epsilon", "seed", "tail_attention", "trigger_attention"], "the attention table")
+    eps = sorted(epsilons)
+    mp = _ref(refs, "most_popular")
+    ndcg = _paired_per_eps(runs, eps, DPFORMER, VANILLA, "ndcg@10")
+    ce = _paired_per_eps(runs, eps, VANILLA, DPFORMER, "test_ce")
+    gains = {e: _relative_gain(runs, e) for e in eps}
+    tail_vs_np = _paired_per_eps(attention, eps, VANILLA, "non-private", "tail_attention", b_eps="none")
+    tail_ra = _paired_per_eps(attention, eps, VANILLA, DPFORMER, "tail_attention")
+    att = attention.groupby(["method", "epsilon"], dropna=False)[["tail_attention", "trigger_attention"]].mean()
+    return {
+        "seeds": _seeds(runs),
+        "epsilons": eps,
+        "ndcg": experiments.means(runs),
+        "ndcg_by_method": {m: [mean_ndcg(runs, m, e) for e in eps] for m in runs.method.unique()},
+        "ce_by_method": {m: [num(runs[(runs.method == m) & (runs.epsilon == e)].test_ce.mean()) for e in eps]
+                         for m in runs.method.unique()},
+        "most_popular_ndcg": mp, "most_popular_ce": num(refs.loc[refs.method == "most_popular", "ce"].iloc[0]),
+        "oracle_ndcg": _ref(refs, "oracle"), "oracle_ce": num(refs.loc[refs.method == "oracle", "ce"].iloc[0]),
+        "nonprivate_ndcg": num(nonprivate["ndcg@10"].mean()) if len(nonprivate) else None,
+        "dp_above_most_popular": all_above_reference(runs, eps, [VANILLA, DPFORMER], mp),
+        "dpformer_vs_vanilla": ndcg,
+        "dpformer_beats_vanilla_all": all_held(ndcg),
+        "ce_vanilla_minus_dpformer": ce,
+        "dpformer_lower_ce_all": all_held(ce),
+        "rel_gain_by_eps": [num(np.mean(list(g.values()))) if g else None for g in gains.values()],
+        "gain_grows_as_eps_shrinks": paired_keyed(gains[eps[0]], gains[eps[-1]]) if len(eps) > 1 else
+        paired_keyed({}, {}),
+        "dpformer_stabler": stability(curves),
+        "tail_attention": {m: [num(att.tail_attention.get((m, e))) for e in eps] for m in (VANILLA, DPFORMER)},
+        "tail_attention_nonprivate": num(attention.loc[attention.method == NON_PRIVATE, "tail_attention"].mean()),
+        "trigger_attention": {m: [num(att.trigger_attention.get((m, e))) for e in eps] for m in (VANILLA, DPFORMER)},
+        "trigger_attention_nonprivate": num(attention.loc[attention.method == NON_PRIVATE, "trigger_attention"].mean()),
+        "vanilla_tail_above_nonprivate": tail_vs_np,
+        "dp_draws_attention_to_tail": tail_vs_np[0] if tail_vs_np else paired_keyed({}, {}),
+        "dpformer_lowers_tail_attention": tail_ra,
+        "dpformer_lowers_tail_attention_all": all_held(tail_ra),
+        "epsilon_spent_max": num(runs.epsilon_spent.max()) if "epsilon_spent" in runs else None,
+    }
+
+
+def premise_sharing_grid(sharing: pd.DataFrame, grid: pd.DataFrame, refs: pd.DataFrame, epsilon) -> dict:
+    """Figure 2 (tied against each untied arm at one ε, paired seeds) and Figure 7 (DPFormer − vanilla
+    on the grid's diagonal, paired seeds) on the premise data; precondition: every DP model of
+    each comparison clearly above MostPopular."""
+    mp = _ref(refs, "most_popular")
+    vs = [paired_keyed(_per_seed_col(sharing, experiments.TIED, epsilon, "ndcg@10"),
+                       _per_seed_col(sharing, m, epsilon, "ndcg@10"), arm=m) for m in experiments.UNTIED_ARMS]
+    g = grid_diagonal(grid)
+    diag = {(p["batch_size"], p["lr"]) for p in g["diag_paired"]}
+    grid_cells = [paired_keyed(v, {s: mp for s in v}, method=m, batch_size=c[0], lr=c[1])
+                  for m in (DPFORMER, VANILLA) for c, v in _cell_seeds(grid, m).items() if c in diag]
+    return {
+        "seeds": sorted(set(_seeds(sharing)) | set(_seeds(grid))),
+        "sharing_epsilon": epsilon,
+        "ndcg_by_arm": [{"arm": m, "ndcg": num(sharing[sharing.method == m]["ndcg@10"].mean())}
+                        for m in (experiments.TIED, *experiments.UNTIED_ARMS)],
+        "tied_vs_untied": vs,
+        "sharing_beats_untied": all_held(vs),
+        "sharing_above_most_popular": all_above_reference(sharing, [epsilon], [experiments.TIED,
+                                                                               *experiments.UNTIED_ARMS], mp),
+        "grid_above_most_popular": {"held": all_held(grid_cells), "cells": grid_cells},
+        "most_popular_ndcg": mp,
+        **g,
+        "epsilon_spent_max": num(max(sharing.epsilon_spent.max(), grid.epsilon_spent.max())),
     }
 
 

@@ -186,6 +186,7 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
     from privtrans.shared.dp.step import noise_only
 
     device = torch.device(device) if device is not None else pick_device()
+    torch.set_num_threads(1)  # one core per run: the build shares two cores; runs are small
     t0 = time.perf_counter()
     torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
@@ -269,6 +270,7 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
         "spec": spec.as_dict(),
         "ndcg@10": final["ndcg@10"],
         "hit@10": final["hit@10"],
+        "test_ce": final.get("ce"),
         "curve": curve,
         "train_loss": [float(v) for v in losses],
         "privacy": priv,
