@@ -622,9 +622,14 @@ def test_premise_table_by_hand_and_claims():
     assert out["gain_grows_as_eps_shrinks"]["held"] is True
     assert out["dpformer_stabler"]["held"] is True and out["dp_draws_attention_to_tail"]["held"] is True
     assert out["dpformer_lowers_tail_attention_all"] is True
+    # relative gains 0.03/0.5 … 0.01/0.6: all above the +1 % margin except ε = 8 (~1.7 %, tight)
+    g = out["rel_gain_vs_margin"]
+    assert [p["margin"] for p in g] == [0.01] * 3 and g[0]["mean"] == pytest.approx(0.0606, abs=1e-3)
+    assert out["dpformer_gain_clears_margin_all"] is True
     assert out["tail_attention"]["transformer"] == pytest.approx([0.10 + 1 / 3000, 0.08 + 1 / 3000, 0.06 + 1 / 3000])
     v = verdicts({"premise_table": out})
-    for cid in ("premise_setting_can_show", "premise_dpformer_beats_vanilla", "premise_gain_grows_as_eps_shrinks",
+    for cid in ("premise_setting_can_show", "premise_dpformer_beats_vanilla", "premise_dpformer_gain_size",
+                "premise_gain_grows_as_eps_shrinks",
                 "premise_fig6_stabler", "premise_dp_distracts_attention", "premise_reattention_lowers_tail_attention"):
         assert v[cid]["held"] is True, (cid, v[cid]["reason"])
 
@@ -637,6 +642,11 @@ def test_premise_tie_and_noisy_difference_do_not_hold():
     p = noisy["dpformer_vs_vanilla"][1]
     assert p["mean"] > 0 and p["lo"] < 0 < p["hi"] and p["held"] is False
     assert verdicts({"premise_table": noisy})["premise_dpformer_beats_vanilla"]["held"] is False
+    # a clear but small gain (+0.1 %) holds as a direction and fails the +1 % size margin
+    small = premise_values(premise_runs(diff=((0.0005, 0.0006, 0.0004),) * 3))
+    assert small["dpformer_beats_vanilla_all"] is True and small["dpformer_gain_clears_margin_all"] is False
+    vs = verdicts({"premise_table": small})
+    assert vs["premise_dpformer_beats_vanilla"]["held"] is True and vs["premise_dpformer_gain_size"]["held"] is False
     # equal tail attention with and without Re-Attention at one ε: a tie
     same = premise_values(attention=premise_attention(tail=((0.10, 0.08, 0.06), (0.09, 0.08, 0.05))))
     assert same["dpformer_lowers_tail_attention_all"] is False
