@@ -14,6 +14,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -22,12 +23,15 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.support.ui import WebDriverWait
 
 from privtrans.book.chapters import KEYS as CHAPTERS
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+WAIT_S = 45  # per page, for images and MathJax's first typeset on a loaded 2-core machine
 INSTALL = "apt-get install chromium chromium-driver  (Debian/Ubuntu; `make browser` does it as root)"
 pytestmark = pytest.mark.book
 
@@ -82,7 +86,7 @@ def driver():
     # an explicit driver path: selenium-manager (which would download a driver) never runs
     drv = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
     drv.set_page_load_timeout(60)
-    drv.set_script_timeout(60)  # _INSPECT waits up to 30 s for MathJax on a loaded machine
+    drv.set_script_timeout(WAIT_S + 30)  # _INSPECT bounds its own waits by WAIT_S
     drv.get("about:blank")  # the start page's own (chrome://) requests go before the first book page
     drv.get_log("browser"), drv.get_log("performance")
     yield drv
@@ -112,13 +116,20 @@ def _parse(path: Path) -> _Links:
     return p
 
 
+_REFRESH = re.compile(r'http-equiv="Refresh"[^>]*url=([^"\s]+)"', re.I)
+
+
 def _pages(html: Path) -> list[str]:
     return sorted(str(p.relative_to(html)) for p in html.rglob("*.html") if "_static" not in p.parts)
 
 
 # Waits for every image (lazy ones made eager) and for MathJax's first typeset, then reports them.
+# Every wait is bounded (arguments[0] ms) and a wait that ran out is reported by name, so a slow or
+# stuck page becomes a readable problem for that page instead of a WebDriver script timeout.
 _INSPECT = """
-const done = arguments[arguments.length - 1];
+const limit = arguments[0], done = arguments[arguments.length - 1];
+const late = [];
+const bounded = (name, p) => Promise.race([p, new Promise(r => setTimeout(() => { late.push(name); r(); }, limit))]);
 const imgs = Array.from(document.images);
 imgs.forEach(i => { if (i.loading === 'lazy') i.loading = 'eager'; });
 const loaded = Promise.all(imgs.map(i => i.complete ? null :
@@ -126,10 +137,10 @@ const loaded = Promise.all(imgs.map(i => i.complete ? null :
 const hasMath = document.querySelector('.math, div.math, span.math') !== null;
 // MathJax loads async: until its script runs, window.MathJax is only the page's config object
 const started = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
-const waitFor = (cond, ms) => new Promise(res => { const t0 = Date.now();
-    (function poll() { if (cond() || Date.now() - t0 > ms) res(); else setTimeout(poll, 50); })(); });
-const typeset = hasMath ? waitFor(started, 30000).then(() => started() || null) : Promise.resolve();
-Promise.all([loaded, typeset]).then(() => done({
+const waitFor = (cond) => new Promise(res => { (function poll() { if (cond()) res(); else setTimeout(poll, 50); })(); });
+const typeset = hasMath ? waitFor(started).then(() => started()) : Promise.resolve();
+Promise.all([bounded('images', loaded), bounded('MathJax', typeset)]).then(() => done({
+    late: late,
     broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.currentSrc || i.src),
     images: imgs.length,
     hasMath: hasMath,
@@ -164,13 +175,23 @@ def test_every_page_loads_clean_in_a_real_browser(served, driver):
     for rel in pages:
         driver.get_log("browser"), driver.get_log("performance")  # drain what an earlier page left
         driver.get(origin + rel)
-        seen = driver.execute_async_script(_INSPECT)
+        redirect = _REFRESH.search((html / rel).read_text(encoding="utf-8", errors="replace"))
+        if redirect:  # inspect where it lands: a script started on a page that navigates away never returns
+            target = urljoin(origin + rel, redirect.group(1))
+            try:
+                WebDriverWait(driver, WAIT_S).until(lambda d: d.current_url == target
+                                                    and d.execute_script("return document.readyState") == "complete")
+            except TimeoutException:
+                problems.append(f"{rel}: did not redirect to {target} in {WAIT_S} s (at {driver.current_url})")
+                continue
+        seen = driver.execute_async_script(_INSPECT, WAIT_S * 1000)
         console = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         failed, outside = _network(driver.get_log("performance"), origin)
         if "error" in seen:
             problems.append(f"{rel}: page script failed: {seen['error']}")
             continue
         image_count += seen["images"]
+        problems += [f"{rel}: {what} not finished after {WAIT_S} s" for what in seen["late"]]
         problems += [f"{rel}: console error: {c}" for c in console]
         problems += [f"{rel}: failed request: {f}" for f in failed]
         problems += [f"{rel}: fetched from outside the book: {u}" for u in outside]

@@ -513,3 +513,18 @@ def test_seedflip_compares_one_chapter_and_refuses_a_useless_baseline(tmp_path, 
         seedflip.main(["--chapter", "merge", "--against", str(tmp_path / "none.json")])
     with pytest.raises(ParameterError, match="allowed values"):
         seedflip.main(["--chapter", "nope", "--against", str(path)])
+
+
+def test_the_root_redirect_page_keeps_its_target_and_gets_the_books_icon(tmp_path):
+    from privtrans.book.pipeline.html import write_redirect_page
+
+    index = tmp_path / "index.html"
+    index.write_text('<meta http-equiv="Refresh" content="0; url=book/intro.html" />\n')  # what jb 1.x writes
+    write_redirect_page(index)
+    page = index.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert 'content="0; url=book/intro.html"' in page and 'href="book/intro.html"' in page
+    assert 'rel="icon" href="_static/favicon.svg"' in page
+    index.write_text("<html>something else</html>")
+    write_redirect_page(index)  # a shape it does not know is left alone
+    assert index.read_text() == "<html>something else</html>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 import shutil
 import subprocess
@@ -123,6 +124,22 @@ def add_rerun_note(notebook, nb: Notebook, repository: dict | None = None) -> bo
     return True
 
 
+def write_redirect_page(index: Path) -> None:
+    """Jupyter Book's root index.html is one bare <meta refresh> line: no doctype, no title, no icon, so
+    the browser asks for /favicon.ico (a 404 in the console) and a reader with redirects off sees a
+    blank page. Rewrite it as a small page with the same target, the book's icon and a visible link."""
+    m = re.search(r'url=([^"\s]+)"', index.read_text(encoding="utf-8"))
+    if not m:
+        return  # not the shape this expects (a newer Jupyter Book): leave it as it is
+    target = html_lib.escape(m.group(1))
+    atomic_write_text(index, (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Refresh" content="0; url={target}">\n'
+        '<link rel="icon" href="_static/favicon.svg" type="image/svg+xml">\n'
+        '<title>Private Transformers, Reproduced</title>\n</head>\n'
+        f'<body><p><a href="{target}">Private Transformers, Reproduced</a></p></body>\n</html>\n'))
+
+
 def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     """Build into _build/jb, check, then swap into _build/html. Returns (ok, message)."""
     problem = toc_problem(root)
@@ -143,6 +160,7 @@ def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     if proc.returncode != 0 or not (new / "index.html").exists():
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
         return False, f"jupyter-book failed (full log: {log.relative_to(root)}):\n{tail}"
+    write_redirect_page(new / "index.html")
     problems = offline_problems(new, notebooks)
     if problems:
         return False, "the built HTML is not self-contained:\n  " + "\n  ".join(problems[:20])
