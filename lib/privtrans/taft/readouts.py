@@ -160,3 +160,20 @@ def dp_finetuning(runs: pd.DataFrame) -> dict:
             else all(v["held"] for v in shrink.values()),
             "full_gap_eps_min": {t: mean(full_gap[(t, eps[0])]) for t in shrink},
             "ours_full_by_eps": means, "ours_monotone_in_eps": all(mono) if mono else None}
+
+
+def table7_linearised_cnn(runs: pd.DataFrame, cnn_val_acc: float | None, vit_val_acc: float | None) -> dict:
+    """``runs``: one row per (task, setting in {full, shards}, method in {TAFT, L-CNN}, seed) with
+    ``accuracy``. TAFT − L-CNN is judged per setting on the seeds' task averages (the paper averages
+    over its three data sets), and per task."""
+    seeds = _seeds(runs)
+    tasks = sorted(runs.task.unique())
+    out = {"seeds": seeds, "pretraining_val_acc": {"CNN": num(cnn_val_acc), "ViT": num(vit_val_acc)}, "cells": {}}
+    for setting in ("full", "shards"):
+        a = {t: per_seed(runs, seeds, task=t, setting=setting, method="TAFT") for t in tasks}
+        b = {t: per_seed(runs, seeds, task=t, setting=setting, method="L-CNN") for t in tasks}
+        for t in tasks:
+            out["cells"][f"{t} {setting}"] = dict(paired_difference(a[t], b[t]).as_dict(), taft=mean(a[t]),
+                                                  lcnn=mean(b[t]))
+        out[f"taft_beats_lcnn_{setting}"] = paired_difference(_avg(*a.values()), _avg(*b.values())).as_dict()
+    return out
