@@ -164,3 +164,17 @@ def test_fit_lowers_the_loss_and_is_deterministic(vit):
     assert r1.history[-1] < r1.history[0]
     for k in r1.state:
         assert torch.equal(r1.state[k], r2.state[k])
+
+
+def test_the_weight_change_curve_equals_averaging_from_scratch():
+    from privtrans.taft.compose import average, mean_change_curve
+
+    g = torch.Generator().manual_seed(0)
+    states = [{"a": torch.randn(3, 4, generator=g), "b": torch.randn(5, generator=g)} for _ in range(7)]
+    want = []
+    for n in range(1, 7):
+        new, old = average(states[:n + 1]), average(states[:n])
+        want.append(float(torch.sqrt(sum(((new[k] - old[k]) ** 2).sum() for k in new))))
+    assert mean_change_curve(states) == pytest.approx(want, rel=1e-5)
+    with pytest.raises(ValueError, match="at least two"):
+        mean_change_curve(states[:1])

@@ -129,3 +129,19 @@ def timed(fn, *a, **kw):
     t0 = time.perf_counter()
     out = fn(*a, **kw)
     return out, time.perf_counter() - t0
+
+
+def mean_change_curve(states: list[dict]) -> list[float]:
+    """Figure 4: ‖w̄_{n+1} − w̄_n‖₂ for n = 1..N−1, where w̄_n is the mean of the first n components'
+    Δw (the global norm over every trainable tensor). Computed as ‖Δw_{n+1} − w̄_n‖/(n+1), the
+    identity the curve's 1/n decay comes from; tested against averaging from scratch."""
+    if len(states) < 2:
+        raise ValueError(f"need at least two components, got {len(states)}")
+    running = {k: v.clone() for k, v in states[0].items()}
+    out = []
+    for n in range(1, len(states)):
+        step = {k: (states[n][k] - running[k]) / (n + 1) for k in running}
+        out.append(float(torch.sqrt(sum((s * s).sum() for s in step.values()))))
+        for k in running:
+            running[k] += step[k]
+    return out

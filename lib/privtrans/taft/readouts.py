@@ -177,3 +177,18 @@ def table7_linearised_cnn(runs: pd.DataFrame, cnn_val_acc: float | None, vit_val
                                                   lcnn=mean(b[t]))
         out[f"taft_beats_lcnn_{setting}"] = paired_difference(_avg(*a.values()), _avg(*b.values())).as_dict()
     return out
+
+
+def fig4_weight_change(curves: dict, max_spread: float) -> dict:
+    """``curves``: {task: [‖w̄_{n+1} − w̄_n‖ for n = 1..N−1]}. Per task: the change at the first and
+    last n and the spread (max/min) of (n + 1)·change(n), which is flat for a 1/n decay."""
+    tasks, ok = {}, []
+    for t, c in curves.items():
+        c = np.asarray(c, dtype=float)
+        scaled = c * (np.arange(1, len(c) + 1) + 1)
+        spread = float(scaled.max() / scaled.min()) if len(c) and scaled.min() > 0 else None
+        tasks[t] = {"first": num(c[0]) if len(c) else None, "last": num(c[-1]) if len(c) else None,
+                    "spread": spread, "n": len(c) + 1}
+        ok.append(None if spread is None else spread <= max_spread)
+    return {"tasks": tasks, "max_spread": max_spread,
+            "decays_like_one_over_n": None if any(v is None for v in ok) else all(ok)}
