@@ -101,6 +101,20 @@ class Bench:
         return out
 
 
+    def dp_run(self, name: str, method: str, regime: str, spec, seed: int) -> dict:
+        """One cell of Table 3 (``privtrans.taft.dp.run``) on the test split, cached."""
+        from . import dp
+
+        def make():
+            x, y, xt, yt = self.split(name, len(self.vit.blocks) - 1, "test")
+            r = dp.run(self.vit, x, y, xt, yt, self.task(name).classes, method, regime, spec, seed)
+            return {"accuracy": r.accuracy, "sigma": r.sigma, "seconds": r.seconds, "clipped_frac": r.clipped_frac}
+
+        out, _ = self.cache.get_or_make("dp", {**self.key_parts(name), "method": method, "regime": regime,
+                                               "dp": asdict(spec), "seed": seed}, make, code=CODE + ["privtrans.taft.dp"])
+        return out
+
+
 def spec_from(cfg: dict, **over) -> FitSpec:
     """A FitSpec from a profile mapping (lists become tuples) with overrides."""
     d = dict(cfg, **over)
@@ -130,3 +144,97 @@ def accuracy_of(pred: torch.Tensor, y: torch.Tensor) -> float:
 def mean_sd(values) -> tuple[float, float | None]:
     v = np.asarray(values, dtype=float)
     return float(v.mean()), (float(v.std(ddof=1)) if len(v) > 1 else None)
+
+
+def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[int], seeds: list[int],
+                     progress=None):
+    """Tables 2 and 10: for every task, N and seed, each method's N shard models composed by
+    averaging their weights (``specs``: {'TAFT': tangent spec, 'Soup': non-linear spec}), tested.
+    Returns (runs: task, shards, method, seed, accuracy; the largest |composed − ensemble| logit of
+    the tangent compositions, measured rather than assumed)."""
+    import pandas as pd
+
+    rows, max_abs_diff = [], 0.0
+    jobs = [(t, n, s, m) for t in tasks for n in shards for s in seeds for m in specs]
+    for t, n, s, m in (jobs if progress is None else progress(jobs)):
+        spec = specs[m]
+        sset = bench.shards(t, spec, n, s)
+        _, _, xt, yt = bench.features(t, bench.cut(spec))
+        composed = compose.composed_logits(bench.vit, sset, xt)
+        if spec.method == "taft":
+            ensemble = compose.shard_logits(bench.vit, sset, xt).mean(0)
+            max_abs_diff = max(max_abs_diff, float((composed - ensemble).abs().max()))
+        rows.append({"task": t, "shards": n, "method": m, "seed": s, "accuracy": compose.acc(composed.argmax(1), yt)})
+    return pd.DataFrame(rows), max_abs_diff
+
+
+def forgetting_curves(bench: Bench, task: str, specs: dict, n_shards: int, seed: int, removed: list[int],
+                      draws: int) -> tuple[list[dict], float]:
+    """Figures 1(a-b): accuracy as ``r`` of the ``n_shards`` shards are forgotten, the mean over
+    ``draws`` random sets of removed shards. TAFT forgets by dropping Δw from the mean; SISA keeps
+    the non-linear shard models apart and takes a majority vote of the rest. Per-shard logits are
+    computed once (the composed tangent model's logits are their mean, exactly); the subtraction
+    path itself is run once per draw set and its largest logit error against that mean returned.
+    ``specs``: {'TAFT': tangent spec, 'SISA': non-linear spec}."""
+    taft = bench.shards(task, specs["TAFT"], n_shards, seed)
+    sisa = bench.shards(task, specs["SISA"], n_shards, seed)
+    _, _, xt, yt = bench.features(task, bench.cut(specs["TAFT"]))
+    _, _, xs, _ = bench.features(task, bench.cut(specs["SISA"]))
+    lt, ls = compose.shard_logits(bench.vit, taft, xt), compose.shard_logits(bench.vit, sisa, xs)
+    rng = np.random.default_rng(1_000_003 * seed + n_shards)
+    mean_state = compose.average(taft.states)
+    gone = int(rng.integers(n_shards))
+    forgot = compose.subtract(mean_state, n_shards, taft.states[gone])
+    kept_all = [i for i in range(n_shards) if i != gone]
+    err = float((finetune.logits(taft.model(bench.vit, forgot), xt) - lt[kept_all].mean(0)).abs().max())
+    rows = []
+    for r in removed:
+        acc = {"TAFT": [], "SISA": []}
+        for _ in range(draws if 0 < r else 1):
+            keep = np.sort(rng.permutation(n_shards)[r:])
+            acc["TAFT"].append(compose.acc(lt[keep].mean(0).argmax(1), yt))
+            acc["SISA"].append(compose.acc(compose.aggregate(ls[keep], "vote"), yt))
+        rows += [{"task": task, "seed": seed, "removed": r, "method": m, "accuracy": float(np.mean(v))}
+                 for m, v in acc.items()]
+    return rows, err
+
+
+def retraining(bench: Bench, task: str, taft_spec: FitSpec, paragon_spec: FitSpec, n_shards: int, seed: int,
+               fraction: float) -> list[dict]:
+    """Figures 1(c) and 3: forget a random ``fraction`` of the training samples. TAFT retrains only
+    the shards that held one (each from its own seed, on what is left of it) and recomposes; the
+    paragon trains NLFT-1 on everything that is left. Cached. Rows: accuracy, seconds (all the
+    retraining the request needed), shard_seconds (one shard's retraining: the cost of a request
+    that hits one shard)."""
+    def make():
+        x, y, xt, yt = bench.features(task, bench.cut(taft_spec))
+        classes = bench.task(task).classes
+        sset = bench.shards(task, taft_spec, n_shards, seed)
+        rng = np.random.default_rng(2_000_003 * seed + int(round(1000 * fraction)))
+        forget = set(rng.permutation(len(y))[:int(round(fraction * len(y)))].tolist())
+        states, secs = list(sset.states), []
+        for i, idx in enumerate(sset.indices):
+            left = [j for j in idx.tolist() if j not in forget]
+            if len(left) == len(idx):
+                continue
+            if not left:
+                raise ValueError(f"shard {i} lost every sample; use fewer shards or a smaller fraction")
+            states[i], t = compose.train_shard(bench.vit, x, y, left, taft_spec, classes, sset.init_seed,
+                                               compose.shard_seed(seed, i))
+            secs.append(t)
+        composed = sset.model(bench.vit, compose.average(states))
+        keep = torch.as_tensor(sorted(set(range(len(y))) - forget), dtype=torch.long)
+        xp, _, xpt, _ = bench.features(task, bench.cut(paragon_spec))
+        para = finetune.make_model(bench.vit, paragon_spec, classes, init_seed=seed)
+        r = finetune.fit(para, xp[keep], y[keep], paragon_spec, seed, classes=classes)
+        return [{"task": task, "seed": seed, "fraction": fraction, "method": "TAFT shard retraining",
+                 "accuracy": finetune.accuracy(composed, xt, yt), "seconds": float(sum(secs)),
+                 "shard_seconds": float(np.mean(secs)) if secs else 0.0, "shards_retrained": len(secs)},
+                {"task": task, "seed": seed, "fraction": fraction, "method": "Paragon NLFT-1",
+                 "accuracy": finetune.accuracy(para, xpt, yt), "seconds": r.seconds, "shard_seconds": None,
+                 "shards_retrained": None}]
+
+    out, _ = bench.cache.get_or_make("retrain", {**bench.key_parts(task), "taft": taft_spec.as_dict(),
+                                                 "paragon": paragon_spec.as_dict(), "n_shards": n_shards,
+                                                 "seed": seed, "fraction": fraction}, make, code=CODE)
+    return out
