@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from privtrans.book.paired import paired_difference
-from privtrans.book.readouts import mean, num
+from privtrans.book.readouts import mean, num, ratio as ratio_of
 
 NEAR, FAR = "digits", "letters"
 
@@ -192,3 +192,16 @@ def fig4_weight_change(curves: dict, max_spread: float) -> dict:
         ok.append(None if spread is None else spread <= max_spread)
     return {"tasks": tasks, "max_spread": max_spread,
             "decays_like_one_over_n": None if any(v is None for v in ok) else all(ok)}
+
+
+def cost(times: pd.DataFrame) -> dict:
+    """``times``: (batch, feed, phase, method, seconds) per example. TAFT / NLFT per (phase, batch,
+    feed), and how much caching the frozen features and batching speed up TAFT's train step."""
+    t = {(r.batch, r.feed, r.phase, r.method): r.seconds for r in times.itertuples()}
+    ratio = {f"{p} b={b} {f}": ratio_of(t.get((b, f, p, "TAFT")), t.get((b, f, p, "NLFT")))
+             for b in sorted(times.batch.unique()) for f in sorted(times.feed.unique()) for p in ("train", "inference")}
+    b1, bmax = int(times.batch.min()), int(times.batch.max())
+    return {"ratio": ratio, "batches": [b1, bmax],
+            "train_ratio_b1_images": ratio[f"train b={b1} images"],
+            "inference_ratio_b1_images": ratio[f"inference b={b1} images"],
+            "cached_speedup": ratio_of(t.get((b1, "images", "train", "TAFT")), t.get((bmax, "cached", "train", "TAFT")))}
