@@ -238,3 +238,21 @@ def retraining(bench: Bench, task: str, taft_spec: FitSpec, paragon_spec: FitSpe
                                                  "paragon": paragon_spec.as_dict(), "n_shards": n_shards,
                                                  "seed": seed, "fraction": fraction}, make, code=CODE)
     return out
+
+
+def variant_runs(bench: Bench, base: dict, variants: dict, seeds: list[int], progress=None):
+    """Ablations (Figure 2, Table 12): for every task's ``base`` spec ({task: FitSpec}) and every
+    variant ({name: overrides of the spec}), a cached run per seed on the test split. Returns rows
+    (task, variant, seed, accuracy, delta_norm, config) as a DataFrame."""
+    import pandas as pd
+
+    from .selection import describe
+
+    jobs = [(t, v, s) for t in base for v in variants for s in seeds]
+    rows = []
+    for t, v, s in (jobs if progress is None else progress(jobs)):
+        spec = base[t].with_(**variants[v])
+        r = bench.fit_run(t, spec, s)
+        rows.append({"task": t, "variant": v, "seed": s, "accuracy": r["accuracy"], "delta_norm": r["delta_norm"],
+                     "config": describe(spec)})
+    return pd.DataFrame(rows)

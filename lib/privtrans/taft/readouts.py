@@ -205,3 +205,37 @@ def cost(times: pd.DataFrame) -> dict:
             "train_ratio_b1_images": ratio[f"train b={b1} images"],
             "inference_ratio_b1_images": ratio[f"inference b={b1} images"],
             "cached_speedup": ratio_of(t.get((b1, "images", "train", "TAFT")), t.get((bmax, "cached", "train", "TAFT")))}
+
+
+def _variant_gap(runs: pd.DataFrame, a: str, b: str, tasks=None) -> dict:
+    """Variant a − variant b on each seed's mean over ``tasks`` (default: all), paired across seeds."""
+    seeds = _seeds(runs)
+    tasks = sorted(runs.task.unique()) if tasks is None else tasks
+    va = _avg(*(per_seed(runs, seeds, task=t, variant=a) for t in tasks))
+    vb = _avg(*(per_seed(runs, seeds, task=t, variant=b) for t in tasks))
+    return paired_difference(va, vb).as_dict()
+
+
+def fig2_ablations(runs: pd.DataFrame, far: str = FAR) -> dict:
+    """``runs``: (task, variant, seed, accuracy) for variants 'RSL' (the tuned TAFT-1: RSL, PT = F,
+    CLS = F), 'CE', 'MSE', 'PT=T', 'CLS=T'."""
+    means = {t: {v: mean(per_seed(runs, _seeds(runs), task=t, variant=v)) for v in sorted(runs.variant.unique())}
+             for t in sorted(runs.task.unique())}
+    return {"seeds": _seeds(runs), "accuracy": means,
+            "rsl_minus_ce": _variant_gap(runs, "RSL", "CE"), "rsl_minus_mse": _variant_gap(runs, "RSL", "MSE"),
+            "reset_minus_pretrained": _variant_gap(runs, "RSL", "PT=T"),
+            "cls_minus_plain_far": _variant_gap(runs, "CLS=T", "RSL", tasks=[far])}
+
+
+def table12_pgd(runs: pd.DataFrame) -> dict:
+    """``runs``: (task, variant, seed, accuracy, delta_norm) for variants '<loss> R=<r>'."""
+    seeds = _seeds(runs)
+    radii = sorted({float(v.split("R=")[1]) for v in runs.variant.unique()})
+    lo, hi = f"R={radii[0]:g}", f"R={radii[-1]:g}"
+    norms = runs.groupby("variant").delta_norm.mean().to_dict()
+    return {"seeds": seeds, "radii": radii,
+            "accuracy": {t: {v: mean(per_seed(runs, seeds, task=t, variant=v)) for v in sorted(runs.variant.unique())}
+                         for t in sorted(runs.task.unique())},
+            "delta_norm": {k: num(v) for k, v in norms.items()},
+            "rsl_minus_ce_small_r": _variant_gap(runs, f"RSL {lo}", f"CE {lo}"),
+            "ce_minus_rsl_large_r": _variant_gap(runs, f"CE {hi}", f"RSL {hi}")}
