@@ -239,3 +239,13 @@ def table12_pgd(runs: pd.DataFrame) -> dict:
             "delta_norm": {k: num(v) for k, v in norms.items()},
             "rsl_minus_ce_small_r": _variant_gap(runs, f"RSL {lo}", f"CE {lo}"),
             "ce_minus_rsl_large_r": _variant_gap(runs, f"CE {hi}", f"RSL {hi}")}
+
+
+def table9_pretraining(runs: pd.DataFrame) -> dict:
+    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting."""
+    r = runs.rename(columns={"backbone": "variant"})
+    means = {t: {v: mean(per_seed(r, _seeds(r), task=t, variant=v)) for v in sorted(r.variant.unique())}
+             for t in sorted(r.task.unique())}
+    return {"seeds": _seeds(r), "accuracy": means, "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
+            "larger_minus_smaller": _variant_gap(r, "CLS", "CLS-small"),
+            "more_data_minus_cls": _variant_gap(r, "CLS+", "CLS")}
