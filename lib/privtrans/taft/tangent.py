@@ -72,11 +72,13 @@ class TangentAttention(nn.Module):
         super().__init__()
         self.qkv, self.proj, self.heads = TangentLinear(qkv), TangentLinear(proj), heads
 
-    def forward(self, x, xd):
+    def forward(self, x, xd, cls_only: bool = False):
         b, n, d = x.shape
         h, sc = self.heads, (d // self.heads) ** -0.5
         split = lambda t: t.reshape(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4)  # noqa: E731
         (q, k, v), (qd, kd, vd) = (split(t) for t in self.qkv(x, xd))
+        if cls_only:  # the output at the CLS token only (see vit.attention)
+            q, qd, n = q[:, :, :1], qd[:, :, :1], 1
         a = torch.softmax(sc * q @ k.transpose(-2, -1), dim=-1)
         psi = sc * (qd @ k.transpose(-2, -1) + q @ kd.transpose(-2, -1))  # tangent of the logits
         ad = a * psi - (a * psi).sum(-1, keepdim=True) * a  # softmax JVP, row by row
@@ -91,8 +93,10 @@ class TangentBlock(nn.Module):
         self.attn = TangentAttention(block.qkv, block.proj, block.heads)
         self.fc1, self.fc2 = TangentLinear(block.fc1), TangentLinear(block.fc2)
 
-    def forward(self, x, xd):
-        a, ad = self.attn(*self.norm1(x, xd))
+    def forward(self, x, xd, cls_only: bool = False):
+        a, ad = self.attn(*self.norm1(x, xd), cls_only=cls_only)
+        if cls_only:
+            x, xd = x[:, :1], xd[:, :1]
         x, xd = x + a, xd + ad
         m, md = self.fc2(*gelu_tangent(*self.fc1(*self.norm2(x, xd))))
         return x + m, xd + md
@@ -104,7 +108,7 @@ class TangentViT(nn.Module):
     ``forward`` returns (f_w0(x), J f_w0(x)·Δw); f_lin = their sum (``logits``). With every Δ at
     zero (the initialisation) the tangent is exactly zero."""
 
-    def __init__(self, vit: ViT, tuned: int = 1):
+    def __init__(self, vit: ViT, tuned: int = 1, cls: bool = False, cls_seed: int = 0):
         super().__init__()
         depth = len(vit.blocks)
         if not 0 <= tuned <= depth:
@@ -114,6 +118,15 @@ class TangentViT(nn.Module):
         self.cut = depth - tuned
         self.blocks = nn.ModuleList(TangentBlock(b) for b in vit.blocks[self.cut:])
         self.norm, self.head = TangentLayerNorm(vit.norm), TangentLinear(vit.head)
+        # CLS = T (the authors' replace_cls_token): before the first tuned block the primal CLS entry
+        # becomes a fixed N(0, 1e-6²) vector and its tangent a trainable Δcls (zero at the start). Δcls
+        # is the weight of a bias-free nn.Linear(1, dim) applied to a 1, so opacus's hooks see it too.
+        self.cls_delta = None
+        if cls:
+            g = torch.Generator().manual_seed(cls_seed)
+            self.register_buffer("new_cls", 1e-6 * torch.randn(1, 1, vit.cfg.dim, generator=g))
+            self.cls_delta = nn.Linear(1, vit.cfg.dim, bias=False)
+            nn.init.zeros_(self.cls_delta.weight)
 
     def features(self, images) -> torch.Tensor:
         """The frozen part's output (embedding and untuned blocks): cacheable, as the paper notes."""
@@ -125,8 +138,12 @@ class TangentViT(nn.Module):
 
     def from_features(self, x):
         xd = torch.zeros_like(x)
-        for blk in self.blocks:
-            x, xd = blk(x, xd)
+        if self.cls_delta is not None:
+            b = len(x)
+            x = torch.cat([self.new_cls.expand(b, -1, -1), x[:, 1:]], dim=1)
+            xd = torch.cat([self.cls_delta(x.new_ones(b, 1, 1)), xd[:, 1:]], dim=1)
+        for i, blk in enumerate(self.blocks):
+            x, xd = blk(x, xd, cls_only=i == len(self.blocks) - 1)
         x, xd = self.norm(x[:, 0], xd[:, 0])
         return self.head(x, xd)
 

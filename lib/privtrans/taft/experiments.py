@@ -1,0 +1,258 @@
+"""The runs the notebooks share, through the one run cache (``_build/cache/taft``).
+
+A ``Bench`` holds the pretrained backbone and the downstream tasks of one notebook, and caches
+the frozen features of each cut. Fine-tuning runs (``fit_run``) and shard sets (``shards``) are
+cached by everything that determines them (the backbone's settings, the task and its sizes, the
+method's settings, the seed, the source of the code that makes them), so the composition and the
+forgetting notebooks train the shard models once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from privtrans.book.runcache import RunCache
+
+from . import compose, data, finetune, losses, tangent, vit as vit_module
+from .finetune import FitSpec
+from .pretrain import PretrainSpec, get_backbone
+
+CODE = [finetune, tangent, vit_module, losses, data, compose]
+SPLITS = ("test", "val")
+VAL_FRACTION = 0.2  # the last fifth of the training set: the validation split for model selection
+
+
+def set_threads(n: int = 1) -> None:
+    """One intra-op thread: on a shared 2-core box two threads ran 18× slower (research notes)."""
+    torch.set_num_threads(n)
+
+
+@dataclass
+class Bench:
+    backbone_cfg: dict
+    backbone_seed: int
+    task_cfg: dict  # {task name: generator keywords}
+    train_per_class: int | None = None  # smoke: a cut of every training set
+    cache: RunCache = field(default_factory=lambda: RunCache("taft"))
+
+    def __post_init__(self):
+        self.spec = PretrainSpec.from_cfg(self.backbone_cfg)
+        self.backbone, self.backbone_cached = get_backbone(self.spec, self.backbone_seed, self.cache)
+        self.vit = self.backbone.model()
+        self._tasks, self._feats = {}, {}
+
+    def task(self, name: str) -> data.Task:
+        if name not in self._tasks:
+            self._tasks[name] = data.subset(data.load(name, **(self.task_cfg.get(name) or {})), self.train_per_class)
+        return self._tasks[name]
+
+    def features(self, name: str, cut: int):
+        """(x_train, y_train, x_test, y_test) as frozen features after ``cut`` blocks."""
+        if (name, cut) not in self._feats:
+            t = self.task(name)
+            self._feats[name, cut] = (finetune.features(self.vit, t.x_train, cut), t.y_train,
+                                      finetune.features(self.vit, t.x_test, cut), t.y_test)
+        return self._feats[name, cut]
+
+    def split(self, name: str, cut: int, split: str):
+        """Train and evaluation data: ('test') the full training set and the test set, or ('val')
+        the first 80 % of the training set and its last 20 % (model selection never sees test)."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        x, y, xt, yt = self.features(name, cut)
+        if split == "test":
+            return x, y, xt, yt
+        k = int(round(len(y) * (1 - VAL_FRACTION)))
+        return x[:k], y[:k], x[k:], y[k:]
+
+    def key_parts(self, name: str) -> dict:
+        return {"backbone": asdict(self.spec), "backbone_seed": self.backbone_seed, "task": name,
+                "task_cfg": self.task_cfg.get(name) or {}, "train_per_class": self.train_per_class}
+
+    def cut(self, spec: FitSpec) -> int:
+        return len(self.vit.blocks) - spec.tuned
+
+    def fit_run(self, name: str, spec: FitSpec, seed: int, split: str = "test") -> dict:
+        """One fine-tuning run: accuracy, wall time, final loss, ‖Δw‖ (cached)."""
+        def make():
+            x, y, xt, yt = self.split(name, self.cut(spec), split)
+            classes = self.task(name).classes
+            m = finetune.make_model(self.vit, spec, classes, init_seed=seed)
+            r = finetune.fit(m, x, y, spec, seed, classes=classes)
+            return {"accuracy": finetune.accuracy(m, xt, yt), "seconds": r.seconds, "final_loss": r.final_loss,
+                    "delta_norm": r.delta_norm, "n_train": len(y)}
+
+        out, _ = self.cache.get_or_make("fit", {**self.key_parts(name), "spec": spec.as_dict(), "seed": seed,
+                                                "split": split}, make, code=CODE)
+        return out
+
+    def shards(self, name: str, spec: FitSpec, n_shards: int, seed: int) -> compose.ShardSet:
+        """The shard models of one method on one task (cached; shared by notebooks 03 and 04)."""
+        def make():
+            x, y, _, _ = self.features(name, self.cut(spec))
+            return compose.train_shards(self.vit, x, y, spec, self.task(name).classes, n_shards, seed)
+
+        out, _ = self.cache.get_or_make("shards", {**self.key_parts(name), "spec": spec.as_dict(),
+                                                   "n_shards": n_shards, "seed": seed}, make, code=CODE)
+        return out
+
+
+    def dp_run(self, name: str, method: str, regime: str, spec, seed: int) -> dict:
+        """One cell of Table 3 (``privtrans.taft.dp.run``) on the test split, cached."""
+        from . import dp
+
+        def make():
+            x, y, xt, yt = self.split(name, len(self.vit.blocks) - 1, "test")
+            r = dp.run(self.vit, x, y, xt, yt, self.task(name).classes, method, regime, spec, seed)
+            return {"accuracy": r.accuracy, "sigma": r.sigma, "seconds": r.seconds, "clipped_frac": r.clipped_frac}
+
+        out, _ = self.cache.get_or_make("dp", {**self.key_parts(name), "method": method, "regime": regime,
+                                               "dp": asdict(spec), "seed": seed}, make, code=CODE + ["privtrans.taft.dp"])
+        return out
+
+
+def spec_from(cfg: dict, **over) -> FitSpec:
+    """A FitSpec from a profile mapping (lists become tuples) with overrides."""
+    d = dict(cfg, **over)
+    if "decay_at" in d:
+        d["decay_at"] = tuple(d["decay_at"])
+    unknown = set(d) - set(FitSpec.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown fine-tuning settings {sorted(unknown)}; allowed: {sorted(FitSpec.__dataclass_fields__)}")
+    return FitSpec(**d)
+
+
+def seeds(seed: int, n: int) -> list[int]:
+    """The notebook's seeds: ``seed`` (the papermill parameter) and the n − 1 after it."""
+    return [seed + i for i in range(n)]
+
+
+def timed(fn, *a, **kw):
+    t0 = time.perf_counter()
+    out = fn(*a, **kw)
+    return out, time.perf_counter() - t0
+
+
+def accuracy_of(pred: torch.Tensor, y: torch.Tensor) -> float:
+    return float((pred == y).float().mean())
+
+
+def mean_sd(values) -> tuple[float, float | None]:
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), (float(v.std(ddof=1)) if len(v) > 1 else None)
+
+
+def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[int], seeds: list[int],
+                     progress=None):
+    """Tables 2 and 10: for every task, N and seed, each method's N shard models composed by
+    averaging their weights (``specs``: {'TAFT': tangent spec, 'Soup': non-linear spec}), tested.
+    Returns (runs: task, shards, method, seed, accuracy; the largest |composed − ensemble| logit of
+    the tangent compositions, measured rather than assumed)."""
+    import pandas as pd
+
+    rows, max_abs_diff = [], 0.0
+    jobs = [(t, n, s, m) for t in tasks for n in shards for s in seeds for m in specs]
+    for t, n, s, m in (jobs if progress is None else progress(jobs)):
+        spec = specs[m]
+        sset = bench.shards(t, spec, n, s)
+        _, _, xt, yt = bench.features(t, bench.cut(spec))
+        composed = compose.composed_logits(bench.vit, sset, xt)
+        if spec.method == "taft":
+            ensemble = compose.shard_logits(bench.vit, sset, xt).mean(0)
+            max_abs_diff = max(max_abs_diff, float((composed - ensemble).abs().max()))
+        rows.append({"task": t, "shards": n, "method": m, "seed": s, "accuracy": compose.acc(composed.argmax(1), yt)})
+    return pd.DataFrame(rows), max_abs_diff
+
+
+def forgetting_curves(bench: Bench, task: str, specs: dict, n_shards: int, seed: int, removed: list[int],
+                      draws: int) -> tuple[list[dict], float]:
+    """Figures 1(a-b): accuracy as ``r`` of the ``n_shards`` shards are forgotten, the mean over
+    ``draws`` random sets of removed shards. TAFT forgets by dropping Δw from the mean; SISA keeps
+    the non-linear shard models apart and takes a majority vote of the rest. Per-shard logits are
+    computed once (the composed tangent model's logits are their mean, exactly); the subtraction
+    path itself is run once per draw set and its largest logit error against that mean returned.
+    ``specs``: {'TAFT': tangent spec, 'SISA': non-linear spec}."""
+    taft = bench.shards(task, specs["TAFT"], n_shards, seed)
+    sisa = bench.shards(task, specs["SISA"], n_shards, seed)
+    _, _, xt, yt = bench.features(task, bench.cut(specs["TAFT"]))
+    _, _, xs, _ = bench.features(task, bench.cut(specs["SISA"]))
+    lt, ls = compose.shard_logits(bench.vit, taft, xt), compose.shard_logits(bench.vit, sisa, xs)
+    rng = np.random.default_rng(1_000_003 * seed + n_shards)
+    mean_state = compose.average(taft.states)
+    gone = int(rng.integers(n_shards))
+    forgot = compose.subtract(mean_state, n_shards, taft.states[gone])
+    kept_all = [i for i in range(n_shards) if i != gone]
+    err = float((finetune.logits(taft.model(bench.vit, forgot), xt) - lt[kept_all].mean(0)).abs().max())
+    rows = []
+    for r in removed:
+        acc = {"TAFT": [], "SISA": []}
+        for _ in range(draws if 0 < r else 1):
+            keep = np.sort(rng.permutation(n_shards)[r:])
+            acc["TAFT"].append(compose.acc(lt[keep].mean(0).argmax(1), yt))
+            acc["SISA"].append(compose.acc(compose.aggregate(ls[keep], "vote"), yt))
+        rows += [{"task": task, "seed": seed, "removed": r, "method": m, "accuracy": float(np.mean(v))}
+                 for m, v in acc.items()]
+    return rows, err
+
+
+def retraining(bench: Bench, task: str, taft_spec: FitSpec, paragon_spec: FitSpec, n_shards: int, seed: int,
+               fraction: float) -> list[dict]:
+    """Figures 1(c) and 3: forget a random ``fraction`` of the training samples. TAFT retrains only
+    the shards that held one (each from its own seed, on what is left of it) and recomposes; the
+    paragon trains NLFT-1 on everything that is left. Cached. Rows: accuracy, seconds (all the
+    retraining the request needed), shard_seconds (one shard's retraining: the cost of a request
+    that hits one shard)."""
+    def make():
+        x, y, xt, yt = bench.features(task, bench.cut(taft_spec))
+        classes = bench.task(task).classes
+        sset = bench.shards(task, taft_spec, n_shards, seed)
+        rng = np.random.default_rng(2_000_003 * seed + int(round(1000 * fraction)))
+        forget = set(rng.permutation(len(y))[:int(round(fraction * len(y)))].tolist())
+        states, secs = list(sset.states), []
+        for i, idx in enumerate(sset.indices):
+            left = [j for j in idx.tolist() if j not in forget]
+            if len(left) == len(idx):
+                continue
+            if not left:
+                raise ValueError(f"shard {i} lost every sample; use fewer shards or a smaller fraction")
+            states[i], t = compose.train_shard(bench.vit, x, y, left, taft_spec, classes, sset.init_seed,
+                                               compose.shard_seed(seed, i))
+            secs.append(t)
+        composed = sset.model(bench.vit, compose.average(states))
+        keep = torch.as_tensor(sorted(set(range(len(y))) - forget), dtype=torch.long)
+        xp, _, xpt, _ = bench.features(task, bench.cut(paragon_spec))
+        para = finetune.make_model(bench.vit, paragon_spec, classes, init_seed=seed)
+        r = finetune.fit(para, xp[keep], y[keep], paragon_spec, seed, classes=classes)
+        return [{"task": task, "seed": seed, "fraction": fraction, "method": "TAFT shard retraining",
+                 "accuracy": finetune.accuracy(composed, xt, yt), "seconds": float(sum(secs)),
+                 "shard_seconds": float(np.mean(secs)) if secs else 0.0, "shards_retrained": len(secs)},
+                {"task": task, "seed": seed, "fraction": fraction, "method": "Paragon NLFT-1",
+                 "accuracy": finetune.accuracy(para, xpt, yt), "seconds": r.seconds, "shard_seconds": None,
+                 "shards_retrained": None}]
+
+    out, _ = bench.cache.get_or_make("retrain", {**bench.key_parts(task), "taft": taft_spec.as_dict(),
+                                                 "paragon": paragon_spec.as_dict(), "n_shards": n_shards,
+                                                 "seed": seed, "fraction": fraction}, make, code=CODE)
+    return out
+
+
+def variant_runs(bench: Bench, base: dict, variants: dict, seeds: list[int], progress=None):
+    """Ablations (Figure 2, Table 12): for every task's ``base`` spec ({task: FitSpec}) and every
+    variant ({name: overrides of the spec}), a cached run per seed on the test split. Returns rows
+    (task, variant, seed, accuracy, delta_norm, config) as a DataFrame."""
+    import pandas as pd
+
+    from .selection import describe
+
+    jobs = [(t, v, s) for t in base for v in variants for s in seeds]
+    rows = []
+    for t, v, s in (jobs if progress is None else progress(jobs)):
+        spec = base[t].with_(**variants[v])
+        r = bench.fit_run(t, spec, s)
+        rows.append({"task": t, "variant": v, "seed": s, "accuracy": r["accuracy"], "delta_norm": r["delta_norm"],
+                     "config": describe(spec)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,251 @@
+"""What each TAFT notebook records for the claims (``nb.record(**readouts.<notebook>(...))``).
+
+Every stochastic comparison is judged across seeds on paired differences with a 95 % t interval
+(``privtrans.book.paired``): "A beats B" holds only when the interval of A − B lies above the
+margin. Accuracies are fractions in [0, 1] here (the paper prints percent). A missing run gives
+None (not judged), never 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from privtrans.book.paired import paired_difference
+from privtrans.book.readouts import mean, num, ratio as ratio_of
+
+NEAR, FAR = "digits", "letters"
+
+
+def _seeds(df: pd.DataFrame) -> list:
+    return sorted(df.seed.unique().tolist())
+
+
+def per_seed(df: pd.DataFrame, seeds, value: str = "accuracy", **where) -> list:
+    """The ``value`` of the rows matching ``where``, one per seed (None where a seed has none)."""
+    sel = df
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    by = sel.groupby("seed")[value].mean()
+    return [num(by.get(s)) for s in seeds]
+
+
+def _minus(a, b):
+    return [None if x is None or y is None else x - y for x, y in zip(a, b)]
+
+
+def _avg(*lists):
+    return [None if any(v is None for v in vs) else float(np.mean(vs)) for vs in zip(*lists)]
+
+
+def pretraining(backbone, min_val_acc: float) -> dict:
+    return {"val_acc": num(backbone.val_acc), "seconds": num(backbone.seconds), "epochs": len(backbone.history),
+            "meets_target": None if backbone.val_acc is None else bool(backbone.val_acc >= min_val_acc),
+            "min_val_acc": min_val_acc}
+
+
+def table1_finetuning(runs: pd.DataFrame, margin: float, near: str = NEAR, far: str = FAR) -> dict:
+    """``runs``: one row per (task, method, seed) with ``accuracy``. Methods: FC, NLFT-1, TAFT-1,
+    NLFT-2, TAFT-2 and 'TAFT-1 (paper setting)'."""
+    seeds = _seeds(runs)
+    acc = lambda t, m: per_seed(runs, seeds, task=t, method=m)  # noqa: E731
+    gap = {t: _minus(acc(t, "NLFT-1"), acc(t, "TAFT-1")) for t in (near, far)}
+    means = {t: {m: mean(acc(t, m)) for m in sorted(runs[runs.task == t].method.unique())}
+             for t in sorted(runs.task.unique())}
+    tasks = sorted(runs.task.unique())
+    return {
+        "seeds": seeds,
+        "accuracy": means,
+        "near_within": paired_difference(acc(near, "TAFT-1"), acc(near, "NLFT-1"), margin=-margin).as_dict(),
+        "far_gap_larger": paired_difference(gap[far], gap[near]).as_dict(),
+        "gap_near": mean(gap[near]), "gap_far": mean(gap[far]),
+        "taft_beats_fc": paired_difference(_avg(*(acc(t, "TAFT-1") for t in tasks)),
+                                           _avg(*(acc(t, "FC") for t in tasks))).as_dict(),
+        "taft_k_beats_fc": paired_difference(_avg(*(acc(t, "TAFT-2") for t in tasks)),
+                                             _avg(*(acc(t, "FC") for t in tasks))).as_dict(),
+        "paper_setting_near_within": paired_difference(acc(near, "TAFT-1 (paper setting)"), acc(near, "NLFT-1"),
+                                                       margin=-margin).as_dict(),
+        "tuned_beats_paper_setting": paired_difference(acc(near, "TAFT-1"), acc(near, "TAFT-1 (paper setting)")).as_dict(),
+    }
+
+
+def composition(runs: pd.DataFrame, max_abs_diff: float | None) -> dict:
+    """``runs``: one row per (task, shards, method in {TAFT, Soup}, seed) with ``accuracy``;
+    ``max_abs_diff``: the largest |composed − ensembled| logit over every TAFT composition."""
+    seeds = _seeds(runs)
+    out = {"seeds": seeds, "max_abs_diff_composed_vs_ensemble": num(max_abs_diff), "cells": {}, "growth": {}}
+    ns = sorted(runs.shards.unique().tolist())
+    for t in sorted(runs.task.unique()):
+        gaps = {}
+        for n in ns:
+            a = per_seed(runs, seeds, task=t, shards=n, method="TAFT")
+            b = per_seed(runs, seeds, task=t, shards=n, method="Soup")
+            gaps[n] = _minus(a, b)
+            out["cells"][f"{t} N={n}"] = dict(paired_difference(a, b).as_dict(), taft=mean(a), soup=mean(b))
+        out["growth"][t] = paired_difference(gaps[ns[-1]], gaps[ns[0]]).as_dict()
+    held = [c["held"] for c in out["cells"].values()]
+    out["taft_beats_soup_cells"] = sum(h is True for h in held)
+    out["cells_total"] = len(held)
+    out["taft_beats_soup_everywhere"] = None if any(h is None for h in held) else all(held)
+    growth = [g["held"] for g in out["growth"].values()]
+    out["gap_grows_everywhere"] = None if any(h is None for h in growth) else all(growth)
+    return out
+
+
+def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtraction_error: float | None) -> dict:
+    """``curves``: (task, seed, removed, method in {TAFT, SISA}, accuracy), each the mean over random
+    removal sets; ``retrain``: (task, seed, fraction, method in {TAFT shard retraining, Paragon
+    NLFT-1}, accuracy, seconds, shard_seconds)."""
+    seeds = _seeds(curves)
+    half = n_shards // 2
+    removed = sorted(curves.removed.unique().tolist())
+    at_half = max([r for r in removed if r <= half], default=None)
+    out = {"seeds": seeds, "removed_at_half": at_half, "subtraction_max_error": num(subtraction_error),
+           "drop_at_half": {}, "taft_minus_sisa": {}}
+    for t in sorted(curves.task.unique()):
+        full = per_seed(curves, seeds, task=t, removed=0, method="TAFT")
+        halfway = per_seed(curves, seeds, task=t, removed=at_half, method="TAFT")
+        out["drop_at_half"][t] = mean(_minus(full, halfway))
+        taft = per_seed(curves, seeds, task=t, method="TAFT")  # mean over the removal counts
+        sisa = per_seed(curves, seeds, task=t, method="SISA")
+        out["taft_minus_sisa"][t] = paired_difference(taft, sisa).as_dict()
+    out["drop_at_half_mean"] = mean(list(out["drop_at_half"].values()))
+    held = [v["held"] for v in out["taft_minus_sisa"].values()]
+    out["taft_beats_sisa_everywhere"] = None if any(h is None for h in held) else all(held)
+    out["taft_minus_sisa_mean"] = mean([v["mean"] for v in out["taft_minus_sisa"].values()])
+    if retrain is not None and len(retrain):
+        rs = _seeds(retrain)
+        top = max(retrain.fraction.unique())
+        drops, gaps, speed = {}, {}, {}
+        for t in sorted(retrain.task.unique()):
+            at0 = per_seed(retrain, rs, task=t, fraction=0.0, method="TAFT shard retraining")
+            attop = per_seed(retrain, rs, task=t, fraction=top, method="TAFT shard retraining")
+            drops[t] = mean(_minus(at0, attop))
+            para = per_seed(retrain, rs, task=t, fraction=top, method="Paragon NLFT-1")
+            gaps[t] = mean(_minus(para, attop))
+            sel = retrain[(retrain.task == t) & (retrain.fraction > 0)]
+            p = sel[sel.method == "Paragon NLFT-1"].seconds.mean()
+            s = sel[sel.method == "TAFT shard retraining"].shard_seconds.mean()
+            speed[t] = None if not (p > 0 and s > 0) else float(p / s)
+        out.update({"retrain_fraction_max": float(top), "retrain_drop": drops, "retrain_drop_mean": mean(list(drops.values())),
+                    "paragon_minus_retrained": gaps, "paragon_gap_mean": mean(list(gaps.values())),
+                    "speedup_per_request": speed, "speedup_mean": mean(list(speed.values()))})
+    return out
+
+
+def dp_finetuning(runs: pd.DataFrame) -> dict:
+    """``runs``: (task, epsilon, regime, method in {Ours, NLFT, FC}, seed, accuracy)."""
+    seeds = _seeds(runs)
+    cells, full_gap = {}, {}
+    for t in sorted(runs.task.unique()):
+        for e in sorted(runs.epsilon.unique()):
+            for r in sorted(runs[runs.method != "FC"].regime.unique()):
+                a = per_seed(runs, seeds, task=t, epsilon=e, regime=r, method="Ours")
+                b = per_seed(runs, seeds, task=t, epsilon=e, regime=r, method="NLFT")
+                cells[f"{t} eps={e:g} {r}"] = dict(paired_difference(a, b).as_dict(), ours=mean(a), nlft=mean(b))
+                if r == "full":
+                    full_gap[(t, e)] = _minus(a, b)
+    held = [c["held"] for c in cells.values()]
+    eps = sorted(runs.epsilon.unique())
+    shrink = {t: paired_difference(full_gap[(t, eps[0])], full_gap[(t, eps[-1])]).as_dict()
+              for t in sorted(runs.task.unique()) if (t, eps[0]) in full_gap}
+    means = {t: {f"{e:g}": mean(per_seed(runs, seeds, task=t, epsilon=e, method="Ours", regime="full"))
+                 for e in eps} for t in sorted(runs.task.unique())}
+    mono = [all(v[f"{a:g}"] is not None and v[f"{b:g}"] is not None and v[f"{a:g}"] < v[f"{b:g}"]
+                for a, b in zip(eps, eps[1:])) for v in means.values()]
+    return {"seeds": seeds, "cells": cells, "ours_beats_nlft_cells": sum(h is True for h in held),
+            "cells_total": len(held), "ours_beats_nlft_share": len(held) and sum(h is True for h in held) / len(held),
+            "full_gap_shrinks": shrink,
+            "full_gap_shrinks_everywhere": None if not shrink or any(v["held"] is None for v in shrink.values())
+            else all(v["held"] for v in shrink.values()),
+            "full_gap_eps_min": {t: mean(full_gap[(t, eps[0])]) for t in shrink},
+            "ours_full_by_eps": means, "ours_monotone_in_eps": all(mono) if mono else None}
+
+
+def table7_linearised_cnn(runs: pd.DataFrame, cnn_val_acc: float | None, vit_val_acc: float | None) -> dict:
+    """``runs``: one row per (task, setting in {full, shards}, method in {TAFT, L-CNN}, seed) with
+    ``accuracy``. TAFT − L-CNN is judged per setting on the seeds' task averages (the paper averages
+    over its three data sets), and per task."""
+    seeds = _seeds(runs)
+    tasks = sorted(runs.task.unique())
+    out = {"seeds": seeds, "pretraining_val_acc": {"CNN": num(cnn_val_acc), "ViT": num(vit_val_acc)}, "cells": {}}
+    for setting in ("full", "shards"):
+        a = {t: per_seed(runs, seeds, task=t, setting=setting, method="TAFT") for t in tasks}
+        b = {t: per_seed(runs, seeds, task=t, setting=setting, method="L-CNN") for t in tasks}
+        for t in tasks:
+            out["cells"][f"{t} {setting}"] = dict(paired_difference(a[t], b[t]).as_dict(), taft=mean(a[t]),
+                                                  lcnn=mean(b[t]))
+        out[f"taft_beats_lcnn_{setting}"] = paired_difference(_avg(*a.values()), _avg(*b.values())).as_dict()
+    return out
+
+
+def fig4_weight_change(curves: dict, max_spread: float) -> dict:
+    """``curves``: {task: [‖w̄_{n+1} − w̄_n‖ for n = 1..N−1]}. Per task: the change at the first and
+    last n and the spread (max/min) of (n + 1)·change(n), which is flat for a 1/n decay."""
+    tasks, ok = {}, []
+    for t, c in curves.items():
+        c = np.asarray(c, dtype=float)
+        scaled = c * (np.arange(1, len(c) + 1) + 1)
+        spread = float(scaled.max() / scaled.min()) if len(c) and scaled.min() > 0 else None
+        tasks[t] = {"first": num(c[0]) if len(c) else None, "last": num(c[-1]) if len(c) else None,
+                    "spread": spread, "n": len(c) + 1}
+        ok.append(None if spread is None else spread <= max_spread)
+    return {"tasks": tasks, "max_spread": max_spread,
+            "decays_like_one_over_n": None if any(v is None for v in ok) else all(ok)}
+
+
+def cost(times: pd.DataFrame) -> dict:
+    """``times``: (batch, feed, phase, method, seconds) per example. TAFT / NLFT per (phase, batch,
+    feed), and how much caching the frozen features and batching speed up TAFT's train step."""
+    t = {(r.batch, r.feed, r.phase, r.method): r.seconds for r in times.itertuples()}
+    ratio = {f"{p} b={b} {f}": ratio_of(t.get((b, f, p, "TAFT")), t.get((b, f, p, "NLFT")))
+             for b in sorted(times.batch.unique()) for f in sorted(times.feed.unique()) for p in ("train", "inference")}
+    b1, bmax = int(times.batch.min()), int(times.batch.max())
+    return {"ratio": ratio, "batches": [b1, bmax],
+            "train_ratio_b1_images": ratio[f"train b={b1} images"],
+            "inference_ratio_b1_images": ratio[f"inference b={b1} images"],
+            "cached_speedup": ratio_of(t.get((b1, "images", "train", "TAFT")), t.get((bmax, "cached", "train", "TAFT")))}
+
+
+def _variant_gap(runs: pd.DataFrame, a: str, b: str, tasks=None) -> dict:
+    """Variant a − variant b on each seed's mean over ``tasks`` (default: all), paired across seeds."""
+    seeds = _seeds(runs)
+    tasks = sorted(runs.task.unique()) if tasks is None else tasks
+    va = _avg(*(per_seed(runs, seeds, task=t, variant=a) for t in tasks))
+    vb = _avg(*(per_seed(runs, seeds, task=t, variant=b) for t in tasks))
+    return paired_difference(va, vb).as_dict()
+
+
+def fig2_ablations(runs: pd.DataFrame, far: str = FAR) -> dict:
+    """``runs``: (task, variant, seed, accuracy) for variants 'RSL' (the tuned TAFT-1: RSL, PT = F,
+    CLS = F), 'CE', 'MSE', 'PT=T', 'CLS=T'."""
+    means = {t: {v: mean(per_seed(runs, _seeds(runs), task=t, variant=v)) for v in sorted(runs.variant.unique())}
+             for t in sorted(runs.task.unique())}
+    return {"seeds": _seeds(runs), "accuracy": means,
+            "rsl_minus_ce": _variant_gap(runs, "RSL", "CE"), "rsl_minus_mse": _variant_gap(runs, "RSL", "MSE"),
+            "reset_minus_pretrained": _variant_gap(runs, "RSL", "PT=T"),
+            "cls_minus_plain_far": _variant_gap(runs, "CLS=T", "RSL", tasks=[far])}
+
+
+def table12_pgd(runs: pd.DataFrame) -> dict:
+    """``runs``: (task, variant, seed, accuracy, delta_norm) for variants '<loss> R=<r>'."""
+    seeds = _seeds(runs)
+    radii = sorted({float(v.split("R=")[1]) for v in runs.variant.unique()})
+    lo, hi = f"R={radii[0]:g}", f"R={radii[-1]:g}"
+    norms = runs.groupby("variant").delta_norm.mean().to_dict()
+    return {"seeds": seeds, "radii": radii,
+            "accuracy": {t: {v: mean(per_seed(runs, seeds, task=t, variant=v)) for v in sorted(runs.variant.unique())}
+                         for t in sorted(runs.task.unique())},
+            "delta_norm": {k: num(v) for k, v in norms.items()},
+            "rsl_minus_ce_small_r": _variant_gap(runs, f"RSL {lo}", f"CE {lo}"),
+            "ce_minus_rsl_large_r": _variant_gap(runs, f"CE {hi}", f"RSL {hi}")}
+
+
+def table9_pretraining(runs: pd.DataFrame) -> dict:
+    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting."""
+    r = runs.rename(columns={"backbone": "variant"})
+    means = {t: {v: mean(per_seed(r, _seeds(r), task=t, variant=v)) for v in sorted(r.variant.unique())}
+             for t in sorted(r.task.unique())}
+    return {"seeds": _seeds(r), "accuracy": means, "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
+            "larger_minus_smaller": _variant_gap(r, "CLS", "CLS-small"),
+            "more_data_minus_cls": _variant_gap(r, "CLS+", "CLS")}
