@@ -19,9 +19,7 @@ import torch
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 from privtrans.shared.mpc import cost_model, runner
 from privtrans.shared.mpc.meter import GROUPS, Meter
-
-#: a link like the paper's (10 GbE) for the modelled network time: bytes / B + rounds * RTT
-LAN = dict(bandwidth=1.25e9, rtt=2e-4)
+from privtrans.shared.mpc.network import LAN, modelled_time  # noqa: F401 - the paper's 10 GbE link
 
 
 def _prefix(vocab: int, length: int, seed: int) -> list:
@@ -74,11 +72,6 @@ def run_jobs(jobs: list, seed: int = 0, timeout: float = 900.0) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     df["net_seconds"] = modelled_time(df["bytes"], df["rounds"])
     return df
-
-
-def modelled_time(nbytes, rounds, bandwidth: float = LAN["bandwidth"], rtt: float = LAN["rtt"]):
-    """Communication time on a LAN like the paper's (10 GbE): bytes / bandwidth + rounds x RTT."""
-    return nbytes / bandwidth + rounds * rtt
 
 
 def pivot(df: pd.DataFrame, value: str, index=("variant",)) -> pd.DataFrame:

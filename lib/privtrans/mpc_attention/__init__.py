@@ -1,1 +1,1 @@
-"""MPC-friendly attention (freeDiv / 2Quad, Quad GeLU, distillation). Not reproduced yet."""
+"""MPC-friendly attention (freeDiv): the paper's attention normalisers, their fits and their secure cost."""

@@ -1,0 +1,115 @@
+"""The six attention row-normalisers of the paper (Sec. 4.1), one formula each for every back-end.
+
+``normalise(x, kind, ops)`` maps scores x = QKᵀ/√d (..., n) to attention weights over the last
+axis. The same code runs on a torch tensor (``TorchOps``) and on a CrypTen tensor (``CrypTenOps``):
+only the row max and the reciprocal differ between back-ends, so the plaintext twin and the secure
+one cannot drift apart.
+
+- softmax: e^{x−max} / Σ e^{x−max} (max, exp, reciprocal, multiplication);
+- 2relu: ReLU(x) / Σ ReLU(x) (MPCFormer, SecureML);
+- 2quad: (x + c)² / Σ (x + c)², c = 5 (MPCFormer);
+- scaling: x / n (MPCViT's ScaleAttn; no non-linear operation);
+- softmax_freediv: e^{x−max} / f_softmax(n), eq. 11: the reciprocal replaced by a public constant;
+- 2quad_freediv: (x + c)² / f_2quad(n), eq. 12: squares only.
+f(n) = a·nᵇ is fitted offline (``privtrans.mpc_attention.fit``); the paper's constants are
+``PAPER_FITS``. n is the number of keys (no padding in these formulas: a padded key must be
+removed multiplicatively, never with an additive −1e4 mask, which CrypTen's exp cannot take).
+
+Fixed-point care, identical in every back-end: 2ReLU and 2Quad numerators are scaled by a public
+1/n (1/(c²n)) so that their row sums stay near 1, inside the range where CrypTen's Newton
+reciprocal is right (it fails above about 128); the ratio is unchanged. 2Quad and 2Quad-freeDiv
+scale *before* squaring (by 1/(c√n) and 1/√f(n)): a public factor as small as 1/f(128) ≈ 3.7e-4
+keeps only four significant bits in CrypTen's 16-bit fixed point, its square root keeps ten.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from privtrans.shared.models.plain_gpt import DENOM_EPS
+
+KINDS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
+LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "Scaling",
+          "softmax_freediv": "Softmax freeDiv", "2quad_freediv": "2Quad freeDiv"}
+#: each freeDiv variant and the variant whose reciprocal it removes
+PARENT = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}
+C = 5.0  # MPCFormer's shift in (x + c)²
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """f(n) = a·nᵇ: the public denominator of a freeDiv normaliser for n keys."""
+
+    a: float
+    b: float
+
+    def __call__(self, n: int) -> float:
+        if n < 1:
+            raise ValueError(f"n must be a positive number of keys, got {n}")
+        return self.a * n ** self.b
+
+
+#: the paper's fits over all layers of BERT-Base on GLUE (Figures 6 and 7), verbatim
+PAPER_FITS = {"softmax": PowerLaw(0.9923937666772096, 0.333253253864762922),
+              "2quad": PowerLaw(84.07373758071103, 0.7174745255779887)}
+
+
+class TorchOps:
+    """Plaintext: exact row max and reciprocal."""
+
+    @staticmethod
+    def rowmax(x):
+        return x.amax(-1, keepdim=True)
+
+    @staticmethod
+    def reciprocal(s):
+        return s.reciprocal()
+
+
+class CrypTenOps:
+    """CrypTen: the comparison-tree max; Newton's reciprocal told its inputs are positive (every
+    sum here is), which spares the sign comparison it would otherwise pay."""
+
+    def __init__(self, crypten):
+        self.cr = crypten
+
+    @staticmethod
+    def rowmax(x):
+        return x.max(dim=-1, keepdim=True)[0]
+
+    def reciprocal(self, s):
+        with self.cr.cfg.temp_override({"functions.reciprocal_all_pos": True}):
+            return s.reciprocal()
+
+
+def normalise(x, kind: str, ops, fits: dict | None = None):
+    """Attention weights from scores ``x`` (..., n) by the normaliser ``kind`` (``KINDS``)."""
+    fits = PAPER_FITS if fits is None else fits
+    n = x.size(-1)
+    if kind == "softmax":
+        e = (x - ops.rowmax(x)).exp()
+        return e * ops.reciprocal(e.sum(-1, keepdim=True))
+    if kind == "2relu":
+        num = x.relu() * (1.0 / n)
+        return num * ops.reciprocal(num.sum(-1, keepdim=True) + DENOM_EPS)
+    if kind == "2quad":
+        num = ((x + C) * (1.0 / (C * math.sqrt(n)))).square()
+        return num * ops.reciprocal(num.sum(-1, keepdim=True))
+    if kind == "scaling":
+        return x * (1.0 / n)
+    if kind == "softmax_freediv":
+        return (x - ops.rowmax(x)).exp() * (1.0 / fits["softmax"](n))
+    if kind == "2quad_freediv":
+        return ((x + C) * (1.0 / math.sqrt(fits["2quad"](n)))).square()
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def denominator(x, kind: str):
+    """The row sum a normaliser divides by, before any fit (Figures 5-7): Σ e^{x−max} for
+    softmax, Σ (x + c)² for 2Quad. Plaintext torch only."""
+    if kind == "softmax":
+        return (x - x.amax(-1, keepdim=True)).exp().sum(-1)
+    if kind == "2quad":
+        return ((x + C) ** 2).sum(-1)
+    raise ValueError(f"denominators are fitted for 'softmax' and '2quad', got {kind!r}")
