@@ -3,6 +3,7 @@
 #               the book opened in headless Chromium (make browser installs Debian's chromium as root)
 # make chapter CH=dp_icl   - re-run one chapter (cached notebooks are skipped), rebuild the book
 # make chapters            - the chapter keys as JSON (for CI)
+# make spu                 - SecretFlow SPU's own environment (.venv-spu) for the MPC-attention chapter
 # make lab                 - JupyterLab on notebooks/: the .md sources open as notebooks (jupytext)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,8 +12,10 @@ PY := $(VENV)/bin/python
 PROFILE ?= ci
 SEED ?= 0
 STAMP := $(VENV)/.installed
+SPU_VENV ?= .venv-spu
+SPU_STAMP := $(SPU_VENV)/.installed
 
-.PHONY: book chapter chapters lab test env browser clean
+.PHONY: book chapter chapters lab test env spu browser clean
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,10 +27,19 @@ $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 
 env: $(STAMP)
 
-book: $(STAMP)
+# SecretFlow SPU (the MPC-attention paper's own framework) needs numpy<2 and jax<=0.4.34, which the
+# book's environment cannot hold: its own venv, run as a subprocess (privtrans.mpc_attention.spu)
+$(SPU_STAMP): requirements-spu.lock
+	test -x $(SPU_VENV)/bin/python || $(PYTHON) -m venv $(SPU_VENV)
+	$(SPU_VENV)/bin/python -m pip install --quiet -r requirements-spu.lock
+	touch $@
+
+spu: $(SPU_STAMP)
+
+book: $(STAMP) $(SPU_STAMP)
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED)
 
-chapter: $(STAMP)
+chapter: $(STAMP) $(SPU_STAMP)
 	@test -n "$(CH)" || { echo "usage: make chapter CH=<$$($(PY) -m privtrans.book.chapters keys)>"; exit 2; }
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
 
@@ -50,7 +62,7 @@ browser:
 	  { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; \
 	else echo "note: no chromium/chromedriver, the browser test will skip: apt-get install chromium chromium-driver"; fi
 
-test: $(STAMP) browser
+test: $(STAMP) $(SPU_STAMP) browser
 	$(PY) -m pytest -q
 
 clean:

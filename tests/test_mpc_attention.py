@@ -87,3 +87,41 @@ def test_long_rows_stay_in_the_fixed_point_range():
     for r in rows:
         assert r["max_abs_err"] < 0.01 * r["max_abs_plain"], r
     assert math.isfinite(rows[0]["max_abs_err"])
+
+
+def test_the_module_needs_neither_torch_nor_jax_and_keeps_merges_epsilon():
+    """SPU's environment (numpy < 2) has no torch: the formulas must import without it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, builtins; real = builtins.__import__\n"
+            "def guard(name, *a, **k):\n"
+            "    if name.split('.')[0] in ('torch', 'jax', 'crypten'): raise ImportError(name)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = guard\n"
+            "import privtrans.mpc_attention.normalisers as N; print(N.DENOM_EPS)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) == DENOM_EPS
+
+
+def test_spu_runs_the_same_formulas_in_its_own_environment():
+    """One SecretFlow SPU run (ABY3, the paper's protocol) through ``make spu``'s environment."""
+    import os
+
+    from privtrans.mpc_attention import spu
+
+    if not spu.python().exists():
+        msg = f"no SPU environment at {spu.python()}: run `make spu`"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg + "; CI=true, so the SPU test may not be skipped")
+        pytest.skip(msg)
+    rows = {r["kind"]: r for r in spu.normaliser_cost(list(N.KINDS), [8], 2, 0, "ABY3")}
+    assert set(rows) == set(N.KINDS)
+    for kind, r in rows.items():
+        assert r["max_abs_err"] < 1e-2, (kind, r)
+        assert r["parties"] == 3 and r["bytes"] >= 0
+    for child, parent in N.PARENT.items():
+        assert rows[child]["bytes"] < rows[parent]["bytes"] and rows[child]["rounds"] < rows[parent]["rounds"]
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        spu.normaliser_cost(["softmax"], [8], 1, 0, "CHEETAH")

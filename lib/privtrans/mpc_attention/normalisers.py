@@ -1,9 +1,11 @@
 """The six attention row-normalisers of the paper (Sec. 4.1), one formula each for every back-end.
 
 ``normalise(x, kind, ops)`` maps scores x = QKᵀ/√d (..., n) to attention weights over the last
-axis. The same code runs on a torch tensor (``TorchOps``) and on a CrypTen tensor (``CrypTenOps``):
-only the row max and the reciprocal differ between back-ends, so the plaintext twin and the secure
-one cannot drift apart.
+axis. The same code runs on torch tensors (``TorchOps``), CrypTen tensors (``CrypTenOps``) and JAX
+arrays (``JaxOps``: plaintext, and SecretFlow SPU, which compiles the JAX function to its MPC
+protocol): a back-end supplies only the primitives (exp, ReLU, square, row max, row sum,
+reciprocal), so the plaintext twin and every secure one cannot drift apart. The module imports
+neither torch nor JAX, so SPU's own environment (numpy < 2, no torch) can import it.
 
 - softmax: e^{x−max} / Σ e^{x−max} (max, exp, reciprocal, multiplication);
 - 2relu: ReLU(x) / Σ ReLU(x) (MPCFormer, SecureML);
@@ -27,7 +29,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from privtrans.shared.models.plain_gpt import DENOM_EPS
+#: added to 2ReLU's (scaled) row sum so an all-negative row cannot divide by zero: MERGE's
+#: ``plain_gpt.DENOM_EPS`` (a test keeps them equal; this module may not import torch)
+DENOM_EPS = 1e-2
 
 KINDS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
 LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "Scaling",
@@ -56,7 +60,27 @@ PAPER_FITS = {"softmax": PowerLaw(0.9923937666772096, 0.333253253864762922),
 
 
 class TorchOps:
-    """Plaintext: exact row max and reciprocal."""
+    """Plaintext torch: exact primitives (the methods CrypTen's tensors share)."""
+
+    @staticmethod
+    def n(x):
+        return x.size(-1)
+
+    @staticmethod
+    def exp(x):
+        return x.exp()
+
+    @staticmethod
+    def relu(x):
+        return x.relu()
+
+    @staticmethod
+    def square(x):
+        return x.square()
+
+    @staticmethod
+    def rowsum(x):
+        return x.sum(-1, keepdim=True)
 
     @staticmethod
     def rowmax(x):
@@ -67,7 +91,7 @@ class TorchOps:
         return s.reciprocal()
 
 
-class CrypTenOps:
+class CrypTenOps(TorchOps):
     """CrypTen: the comparison-tree max; Newton's reciprocal told its inputs are positive (every
     sum here is), which spares the sign comparison it would otherwise pay."""
 
@@ -83,33 +107,66 @@ class CrypTenOps:
             return s.reciprocal()
 
 
+class JaxOps:
+    """jax.numpy: plaintext, or traced by SPU into its protocol's exp, max and reciprocal."""
+
+    def __init__(self):
+        import jax.numpy as jnp
+
+        self.jnp = jnp
+
+    @staticmethod
+    def n(x):
+        return x.shape[-1]
+
+    def exp(self, x):
+        return self.jnp.exp(x)
+
+    def relu(self, x):
+        return self.jnp.maximum(x, 0.0)
+
+    @staticmethod
+    def square(x):
+        return x * x
+
+    def rowsum(self, x):
+        return self.jnp.sum(x, axis=-1, keepdims=True)
+
+    def rowmax(self, x):
+        return self.jnp.max(x, axis=-1, keepdims=True)
+
+    @staticmethod
+    def reciprocal(s):
+        return 1.0 / s
+
+
 def normalise(x, kind: str, ops, fits: dict | None = None):
     """Attention weights from scores ``x`` (..., n) by the normaliser ``kind`` (``KINDS``)."""
     fits = PAPER_FITS if fits is None else fits
-    n = x.size(-1)
+    n = ops.n(x)
     if kind == "softmax":
-        e = (x - ops.rowmax(x)).exp()
-        return e * ops.reciprocal(e.sum(-1, keepdim=True))
+        e = ops.exp(x - ops.rowmax(x))
+        return e * ops.reciprocal(ops.rowsum(e))
     if kind == "2relu":
-        num = x.relu() * (1.0 / n)
-        return num * ops.reciprocal(num.sum(-1, keepdim=True) + DENOM_EPS)
+        num = ops.relu(x) * (1.0 / n)
+        return num * ops.reciprocal(ops.rowsum(num) + DENOM_EPS)
     if kind == "2quad":
-        num = ((x + C) * (1.0 / (C * math.sqrt(n)))).square()
-        return num * ops.reciprocal(num.sum(-1, keepdim=True))
+        num = ops.square((x + C) * (1.0 / (C * math.sqrt(n))))
+        return num * ops.reciprocal(ops.rowsum(num))
     if kind == "scaling":
         return x * (1.0 / n)
     if kind == "softmax_freediv":
-        return (x - ops.rowmax(x)).exp() * (1.0 / fits["softmax"](n))
+        return ops.exp(x - ops.rowmax(x)) * (1.0 / fits["softmax"](n))
     if kind == "2quad_freediv":
-        return ((x + C) * (1.0 / math.sqrt(fits["2quad"](n)))).square()
+        return ops.square((x + C) * (1.0 / math.sqrt(fits["2quad"](n))))
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
-def denominator(x, kind: str):
+def denominator(x, kind: str, ops=TorchOps):
     """The row sum a normaliser divides by, before any fit (Figures 5-7): Σ e^{x−max} for
-    softmax, Σ (x + c)² for 2Quad. Plaintext torch only."""
+    softmax, Σ (x + c)² for 2Quad."""
     if kind == "softmax":
-        return (x - x.amax(-1, keepdim=True)).exp().sum(-1)
+        return ops.rowsum(ops.exp(x - ops.rowmax(x)))
     if kind == "2quad":
-        return ((x + C) ** 2).sum(-1)
+        return ops.rowsum(ops.square(x + C))
     raise ValueError(f"denominators are fitted for 'softmax' and '2quad', got {kind!r}")

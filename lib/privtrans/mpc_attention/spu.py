@@ -1,0 +1,42 @@
+"""SecretFlow SPU, the paper's own framework, run in its own environment as a subprocess.
+
+SPU 0.9.5 needs numpy < 2 and jax <= 0.4.34, which cannot live beside the book's torch and numpy 2,
+so ``make spu`` creates ``.venv-spu`` (pins in ``requirements-spu.lock``) and this module runs
+``privtrans.mpc_attention.spu_worker`` there: a JSON spec in, one JSON list of rows out. The worker
+imports only the torch-free ``normalisers`` module, so SPU runs the very formulas the torch and
+CrypTen runs use. ``PRIVTRANS_SPU_PYTHON`` names another interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from privtrans.book.paths import repo_root
+
+PROTOCOLS = ("ABY3", "SEMI2K")
+ENV_VAR = "PRIVTRANS_SPU_PYTHON"
+
+
+def python() -> Path:
+    return Path(os.environ.get(ENV_VAR) or repo_root() / ".venv-spu" / "bin" / "python")
+
+
+def normaliser_cost(kinds: list, lengths: list, heads: int, seed: int, protocol: str, timeout: float = 600) -> list[dict]:
+    """The rows of ``spu_worker.run`` for one protocol (the CrypTen party function's columns)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    py = python()
+    if not py.exists():
+        raise FileNotFoundError(f"SecretFlow SPU's environment is missing ({py}): run `make spu`, "
+                                f"or set {ENV_VAR} to a Python with the pins of requirements-spu.lock")
+    lib = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(lib), JAX_PLATFORMS="cpu")
+    spec = {"kinds": list(kinds), "lengths": list(lengths), "heads": heads, "seed": seed, "protocol": protocol}
+    proc = subprocess.run([str(py), "-m", "privtrans.mpc_attention.spu_worker"], input=json.dumps(spec),
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the SPU worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
