@@ -1,11 +1,11 @@
 """Attention normalisers under MPC (the MPC-attention chapter's Table 1): for n in {32, 128}, the
 rounds and bytes of each normaliser as a ratio to Softmax's, in CrypTen with 2 parties (Beaver)
-and 3 parties (replicated sharing).
+and 3 parties (replicated sharing), and in SecretFlow SPU with ABY3 and SEMI2K (needs `make spu`).
 
 Rounds and bytes are CrypTen's exact per-party counts for one call on scores of shape
 (1, heads, n, n); the parties are separate processes on this machine (privtrans.shared.mpc.runner),
-the same party function as the notebook. Prints a table; no targets (the chapter's claims judge
-the orderings). SecretFlow SPU, the paper's framework, is not run (see the chapter page).
+the same party function as the notebook; SPU's are its profiler's sent bytes (all parties) and send
+actions (busiest party). Prints a table; no targets (the chapter's claims judge the orderings).
 
 Usage: .venv/bin/python benchmarks/mpc_attention_cost.py [--heads 4]
 """
@@ -14,6 +14,7 @@ import argparse
 
 import pandas as pd
 
+from privtrans.mpc_attention import spu
 from privtrans.mpc_attention.normalisers import KINDS, LABELS
 from privtrans.shared.mpc import runner
 
@@ -29,6 +30,8 @@ def main():
     for protocol, parties in PROTOCOLS.items():
         rows += runner.run("privtrans.mpc_attention.parties:normaliser_cost", list(KINDS), args.lengths, args.heads,
                            0, 1, None, protocol, world_size=parties)[0]
+    for protocol in spu.PROTOCOLS:
+        rows += spu.normaliser_cost(list(KINDS), args.lengths, args.heads, 0, protocol)
     df = pd.DataFrame(rows)
     base = df[df.kind == "softmax"].set_index(["protocol", "n"])
     df["rounds / Softmax"] = [r / base.loc[(p, n), "rounds"] for p, n, r in zip(df.protocol, df.n, df.rounds)]
