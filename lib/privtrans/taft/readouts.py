@@ -92,10 +92,12 @@ def composition(runs: pd.DataFrame, max_abs_diff: float | None) -> dict:
     return out
 
 
-def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtraction_error: float | None) -> dict:
+def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtraction_error: float | None,
+               margin: float = 0.05) -> dict:
     """``curves``: (task, seed, removed, method in {TAFT, SISA}, accuracy), each the mean over random
     removal sets; ``retrain``: (task, seed, fraction, method in {TAFT shard retraining, Paragon
-    NLFT-1}, accuracy, seconds, shard_seconds)."""
+    NLFT-1}, accuracy, seconds, shard_seconds). "Costs little" / "close to the paragon": a paired
+    95 % interval across seeds that stays within ``margin`` (accuracy as a fraction) of the reference."""
     seeds = _seeds(curves)
     half = n_shards // 2
     removed = sorted(curves.removed.unique().tolist())
@@ -106,10 +108,14 @@ def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtr
         full = per_seed(curves, seeds, task=t, removed=0, method="TAFT")
         halfway = per_seed(curves, seeds, task=t, removed=at_half, method="TAFT")
         out["drop_at_half"][t] = mean(_minus(full, halfway))
+        out.setdefault("within_margin_at_half", {})[t] = paired_difference(halfway, full, margin=-margin).as_dict()
         taft = per_seed(curves, seeds, task=t, method="TAFT")  # mean over the removal counts
         sisa = per_seed(curves, seeds, task=t, method="SISA")
         out["taft_minus_sisa"][t] = paired_difference(taft, sisa).as_dict()
     out["drop_at_half_mean"] = mean(list(out["drop_at_half"].values()))
+    out["margin"] = margin
+    w = [v["held"] for v in out.get("within_margin_at_half", {}).values()]
+    out["forgetting_costs_little_everywhere"] = None if not w or any(h is None for h in w) else all(w)
     held = [v["held"] for v in out["taft_minus_sisa"].values()]
     out["taft_beats_sisa_everywhere"] = None if any(h is None for h in held) else all(held)
     out["taft_minus_sisa_mean"] = mean([v["mean"] for v in out["taft_minus_sisa"].values()])
@@ -123,10 +129,14 @@ def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtr
             drops[t] = mean(_minus(at0, attop))
             para = per_seed(retrain, rs, task=t, fraction=top, method="Paragon NLFT-1")
             gaps[t] = mean(_minus(para, attop))
+            close = out.setdefault("retrained_within_margin", {})
+            close[t] = paired_difference(attop, para, margin=-margin).as_dict()
             sel = retrain[(retrain.task == t) & (retrain.fraction > 0)]
             p = sel[sel.method == "Paragon NLFT-1"].seconds.mean()
             s = sel[sel.method == "TAFT shard retraining"].shard_seconds.mean()
             speed[t] = None if not (p > 0 and s > 0) else float(p / s)
+        c = [v["held"] for v in out["retrained_within_margin"].values()]
+        out["retrained_near_paragon_everywhere"] = None if any(h is None for h in c) else all(c)
         out.update({"retrain_fraction_max": float(top), "retrain_drop": drops, "retrain_drop_mean": mean(list(drops.values())),
                     "paragon_minus_retrained": gaps, "paragon_gap_mean": mean(list(gaps.values())),
                     "speedup_per_request": speed, "speedup_mean": mean(list(speed.values()))})
