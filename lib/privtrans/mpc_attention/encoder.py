@@ -80,7 +80,16 @@ def _merge(x, cfg):  # (B, H, T, dh) -> (B, T, d)
     return x.permute(0, 2, 1, 3).reshape(B, T, cfg.d_model)
 
 
-def block(p: dict, h, mask4, cfg: EncoderConfig, meter=None):
+def layer_const(const, layer: int):
+    """f(n)'s (a, b) for one layer: the same pair everywhere (the paper), per head ((H,) lists),
+    or per layer and head ((L, H) nested lists, the extension the paper names as future work)."""
+    if const is None:
+        return None
+    a, b = (torch.as_tensor(v, dtype=torch.float32) for v in const)
+    return (a[layer], b[layer]) if a.dim() == 2 else (a, b)
+
+
+def block(p: dict, h, mask4, cfg: EncoderConfig, meter=None, layer: int = 0):
     """One post-LN block; returns (output, pre-normalisation scores (B, H, T, T), weights)."""
     meter = meter or _null
     with meter("Linear"):
@@ -89,7 +98,7 @@ def block(p: dict, h, mask4, cfg: EncoderConfig, meter=None):
         v = _heads(linear(h, p["wv"], p["bv"]), cfg)
         scores = q.matmul(k.transpose(-1, -2)) * (1.0 / math.sqrt(cfg.d_head))
     with meter("Softmax"):
-        probs = A.normalise(cfg.attention, scores, mask4, cfg.const)
+        probs = A.normalise(cfg.attention, scores, mask4, layer_const(cfg.const, layer))
     with meter("Linear"):
         ctx = linear(_merge(probs.matmul(v), cfg), p["wo"], p["bo"])
     with meter("Norm"):
@@ -117,7 +126,7 @@ def forward(p: dict, emb, mask01: torch.Tensor, cfg: EncoderConfig, meter=None) 
         h = layer_norm(emb, p["ln0_g"], p["ln0_b"])
     hidden, scores, probs = [h], [], []
     for i in range(cfg.n_layers):
-        h, s, a = block(p[f"layer{i}"], h, mask4, cfg, meter)
+        h, s, a = block(p[f"layer{i}"], h, mask4, cfg, meter, i)
         hidden.append(h), scores.append(s), probs.append(a)
     with meter("Linear"):
         n = mask01.sum(-1)[:, None]            # public token count: mean pooling
