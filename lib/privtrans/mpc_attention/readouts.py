@@ -1,0 +1,46 @@
+"""What each mpc_attention notebook records (the values ``data/mpc_attention/claims.yaml`` reads).
+
+One function per notebook. Comparisons are made on rounds and bytes (exact) and on the modelled
+LAN latency; loopback seconds are recorded but judge nothing (2 shared cores).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from privtrans.book.readouts import num, ratio
+
+from .attention import FREEDIV
+
+
+def _at(df, parties, n, variant, col):
+    row = df[(df.parties == parties) & (df.n == n) & (df.variant == variant)]
+    return None if row.empty else num(row[col].iloc[0])
+
+
+def table1_attention_cost(df: pd.DataFrame, closed: pd.DataFrame) -> dict:
+    """Table 1 readouts from ``cost.measure`` rows (2PC and 3PC) and the 2PC closed form."""
+    out = {}
+    for parties in sorted(df.parties.unique()):
+        d = df[df.parties == parties]
+        nmax = int(d.n.max())
+        tag = f"{parties}pc"
+        out[f"freediv_cheaper_{tag}"] = bool(all(
+            _at(d, parties, n, c, col) < _at(d, parties, n, p, col)
+            for n in d.n.unique() for c, p in FREEDIV.items() for col in ("rounds", "bytes")))
+        out[f"all_cheaper_than_softmax_{tag}"] = bool(all(
+            _at(d, parties, n, v, "LAN s") < _at(d, parties, n, "softmax", "LAN s")
+            for n in d.n.unique() for v in d.variant.unique() if v != "softmax"))
+        out[f"n_max_{tag}"] = nmax
+        out[f"rounds_{tag}"] = {v: _at(d, parties, nmax, v, "rounds") for v in d.variant.unique()}
+        out[f"lan_speedup_{tag}"] = {v: ratio(_at(d, parties, nmax, "softmax", "LAN s"), _at(d, parties, nmax, v, "LAN s"))
+                                     for v in d.variant.unique() if v != "scaling"}
+        out[f"softmax_freediv_over_2quad_lan_{tag}"] = ratio(_at(d, parties, nmax, "softmax_freediv", "LAN s"),
+                                                             _at(d, parties, nmax, "2quad", "LAN s"))
+        out[f"quad_freediv_minus_scaling_rounds_{tag}"] = (_at(d, parties, nmax, "2quad_freediv", "rounds")
+                                                           - _at(d, parties, nmax, "scaling", "rounds"))
+    two = df[df.parties == 2].merge(closed, on=["n", "variant"], suffixes=("", "_closed"))
+    out["closed_form_exact_2pc"] = bool(len(two) > 0 and (two.bytes == two.bytes_closed).all()
+                                        and (two.rounds == two.rounds_closed).all())
+    out["max_abs_error"] = num(df.max_abs_error.max())
+    return out
