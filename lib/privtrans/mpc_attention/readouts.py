@@ -44,3 +44,21 @@ def table1_attention_cost(df: pd.DataFrame, closed: pd.DataFrame) -> dict:
                                         and (two.rounds == two.rounds_closed).all())
     out["max_abs_error"] = num(df.max_abs_error.max())
     return out
+
+
+def fig5_7_denominators(t: dict) -> dict:
+    """The fitted constants beside the paper's, and how far apart per head the curves are."""
+    import numpy as np
+
+    from .attention import PAPER_CONSTANTS
+
+    out = {"teacher_metric": num(t["metric"])}
+    for kind in ("softmax", "2quad"):
+        a, b = t["const"][kind]
+        pa, pb = PAPER_CONSTANTS[kind]
+        out[f"{kind}_a"], out[f"{kind}_b"] = num(a), num(b)
+        out[f"{kind}_b_minus_paper"] = num(b - pb)
+        out[f"{kind}_sublinear"] = bool(b < 1)
+        bh = np.array(t["const_per_head"][kind][1], dtype=float)
+        out[f"{kind}_b_spread_per_head"] = num(bh.max() - bh.min())
+    return out
