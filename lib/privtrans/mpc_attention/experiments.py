@@ -74,3 +74,26 @@ def student(name: str, s: dict, seed: int, attention: str, activation: str, per_
     parts = {"task": name, "settings": s, "seed": seed, "attention": attention, "activation": activation,
              "per_head": per_head}
     return RunCache("mpc_attention").get_or_make("student", parts, make, code=CODE)[0]
+
+
+def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 300) -> dict:
+    """CrypTen 2PC forward of one input of ``length`` tokens for each (attention, activation).
+
+    Cost does not depend on the weights (same shapes, same protocol), so every combination runs
+    with the teacher's weights; the accuracy of each student is measured in plaintext, where the
+    tests show the secure forward equals it. Returns {"att+act": meter summary}.
+    """
+    from privtrans.shared.mpc import runner
+
+    from . import secure
+    from .attention import FREEDIV
+
+    cfgs = []
+    for att, act in combos:
+        c = dict(t["cfg"], attention=att, activation=act)
+        c["const"] = t["const"][FREEDIV[att]] if att in FREEDIV else None
+        cfgs.append(c)
+    ids = [[2] + [4 + (i % 50) for i in range(length - 2)] + [3]]
+    mask = [[1.0] * length]
+    res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)[0]
+    return {k: v["cost"] for k, v in res.items()}

@@ -62,3 +62,39 @@ def fig5_7_denominators(t: dict) -> dict:
         bh = np.array(t["const_per_head"][kind][1], dtype=float)
         out[f"{kind}_b_spread_per_head"] = num(bh.max() - bh.min())
     return out
+
+
+GROUPS = ("Embed", "Linear", "Softmax", "Norm", "Act")
+
+
+def lan_seconds(group: dict) -> float:
+    from .cost import NETWORKS, latency
+
+    return latency(group["bytes"], group["rounds"], **NETWORKS["LAN"])
+
+
+def tables2_6_schemes(teacher_metric, students: dict, costs: dict, n_seeds: int = 1) -> dict:
+    """Tables 2, 3, 6: accuracy before/after distillation and LAN-model speed-ups vs Softmax+GeLU.
+
+    ``students``: {"att+act": {"before", "after_stage2", ...}}; ``costs``: {"att+act": meter summary}.
+    """
+    base = lan_seconds(costs["softmax+gelu"]["Total"])
+    speed = {k: ratio(base, lan_seconds(c["Total"])) for k, c in costs.items()}
+    loop = {k: ratio(costs["softmax+gelu"]["Total"]["seconds"], c["Total"]["seconds"]) for k, c in costs.items()}
+    best = "2quad_freediv+quad"
+    after = {k: num(v["after_stage2"]) for k, v in students.items()}
+    before = {k: num(v["before"]) for k, v in students.items()}
+    quad_before = [v for k, v in before.items() if k.endswith("+quad")]
+    g = costs[best]
+    nonlin = {grp: lan_seconds(g[grp]) for grp in ("Softmax", "Norm", "Act") if grp in g}
+    return {
+        "teacher_metric": num(teacher_metric), "n_seeds": n_seeds,
+        "after": after, "before": before, "speedup_lan": speed, "speedup_loopback": loop,
+        "best_speedup_lan": speed.get(best),
+        "best_minus_teacher": None if after.get(best) is None else after[best] - teacher_metric,
+        "best_over_scaling_lan": ratio(speed.get(best), speed.get("scaling+quad")),
+        "best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
+        "max_quad_before": max(quad_before) if quad_before else None,
+        "scaling_after": after.get("scaling+quad"),
+        "largest_nonlinear_after_conversion": max(nonlin, key=nonlin.get) if nonlin else None,
+    }
