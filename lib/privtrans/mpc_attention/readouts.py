@@ -98,3 +98,26 @@ def tables2_6_schemes(teacher_metric, students: dict, costs: dict, n_seeds: int 
         "scaling_after": after.get("scaling+quad"),
         "largest_nonlinear_after_conversion": max(nonlin, key=nonlin.get) if nonlin else None,
     }
+
+
+def table4_5_tasks(teachers: dict, students: dict) -> dict:
+    """Table 4 (before/after distillation per task) and Table 5 (conversion seconds).
+
+    ``teachers``: {task: teacher dict}; ``students``: {task: {"att+act": student dict}}.
+    """
+    out = {"teacher": {k: num(t["metric"]) for k, t in teachers.items()}, "before": {}, "after": {},
+           "recovered_all": True, "conversion_seconds": {}, "examples_x_epochs": {}}
+    for task, ss in students.items():
+        out["before"][task] = {k: num(s["before"]) for k, s in ss.items()}
+        out["after"][task] = {k: num(s["after_stage2"]) for k, s in ss.items()}
+        quad = [k for k in ss if k.endswith("+quad")]
+        out["recovered_all"] &= all(ss[k]["after_stage2"] >= ss[k]["before"] for k in quad)
+        s = ss.get("2quad_freediv+quad")
+        if s is not None:
+            out["conversion_seconds"][task] = num(s["seconds"])
+            out["examples_x_epochs"][task] = int(s["examples_x_epochs"])
+    order_t = sorted(out["conversion_seconds"], key=out["conversion_seconds"].get)
+    order_w = sorted(out["examples_x_epochs"], key=out["examples_x_epochs"].get)
+    out["time_follows_work"] = order_t == order_w
+    out["recovered_all"] = bool(out["recovered_all"])
+    return out
