@@ -53,14 +53,14 @@ def fig5_7_denominators(t: dict) -> dict:
     from .attention import PAPER_CONSTANTS
 
     out = {"teacher_metric": num(t["metric"])}
-    for kind in ("softmax", "2quad"):
+    for kind, tag in (("softmax", "softmax"), ("2quad", "quad2")):  # names must not start with a digit
         a, b = t["const"][kind]
         pa, pb = PAPER_CONSTANTS[kind]
-        out[f"{kind}_a"], out[f"{kind}_b"] = num(a), num(b)
-        out[f"{kind}_b_minus_paper"] = num(b - pb)
-        out[f"{kind}_sublinear"] = bool(b < 1)
+        out[f"{tag}_a"], out[f"{tag}_b"] = num(a), num(b)
+        out[f"{tag}_b_minus_paper"] = num(b - pb)
+        out[f"{tag}_sublinear"] = bool(b < 1)
         bh = np.array(t["const_per_head"][kind][1], dtype=float)
-        out[f"{kind}_b_spread_per_head"] = num(bh.max() - bh.min())
+        out[f"{tag}_b_spread_per_head"] = num(bh.max() - bh.min())
     return out
 
 
