@@ -1,0 +1,35 @@
+"""Rounds and bytes of each attention normaliser as a ratio to Softmax, n in {32, 128}.
+
+Back-ends: CrypTen 2PC (measured, and the closed form it must equal) and CrypTen 3PC replicated
+(measured). SecretFlow SPU is not wired in yet. Usage: python benchmarks/mpc_attention_cost.py [--heads 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from privtrans.mpc_attention import attention as A
+from privtrans.mpc_attention import cost
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ns", type=int, nargs="+", default=[32, 128])
+    a = ap.parse_args(argv)
+    closed = cost.closed_form(a.ns, a.heads).assign(parties="2PC closed form")
+    frames = [closed]
+    for parties in (2, 3):
+        df = cost.measure(a.ns, a.heads, parties=parties, reps=1, timeout=600)
+        frames.append(df.assign(parties=f"{parties}PC measured")[closed.columns.tolist()])
+    print(f"{'back-end':18s} {'n':>4s} {'variant':16s} {'rounds':>8s} {'/softmax':>9s} {'bytes':>12s} {'/softmax':>9s}")
+    for f in frames:
+        for (p, n), g in f.groupby(["parties", "n"], sort=False):
+            base = g[g.variant == "softmax"].iloc[0]
+            for _, r in g.iterrows():
+                print(f"{p:18s} {n:4d} {A.LABELS[r.variant]:16s} {r.rounds:8.0f} {r.rounds / base.rounds:9.3f} "
+                      f"{r.bytes:12.0f} {r.bytes / base.bytes:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
