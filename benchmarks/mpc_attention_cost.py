@@ -1,45 +1,41 @@
-"""Attention normalisers under MPC (the MPC-attention chapter's Table 1): for n in {32, 128}, the
-rounds and bytes of each normaliser as a ratio to Softmax's, in CrypTen with 2 parties (Beaver)
-and 3 parties (replicated sharing), and in SecretFlow SPU with ABY3 and SEMI2K (needs `make spu`).
+"""Rounds and bytes of each attention normaliser as a ratio to Softmax, n in {32, 128}.
 
-Rounds and bytes are CrypTen's exact per-party counts for one call on scores of shape
-(1, heads, n, n); the parties are separate processes on this machine (privtrans.shared.mpc.runner),
-the same party function as the notebook; SPU's are its profiler's sent bytes (all parties) and send
-actions (busiest party). Prints a table; no targets (the chapter's claims judge the orderings).
-
-Usage: .venv/bin/python benchmarks/mpc_attention_cost.py [--heads 4]
+Back-ends: CrypTen 2PC (measured, and the closed form it must equal) and CrypTen 3PC replicated
+(measured), and SecretFlow SPU with ABY3 and SEMI2K (measured in its own environment: `make spu`;
+rounds there are the busiest party's send actions). Usage: python benchmarks/mpc_attention_cost.py [--heads 4]
 """
+
+from __future__ import annotations
 
 import argparse
 
 import pandas as pd
 
-from privtrans.mpc_attention import spu
-from privtrans.mpc_attention.normalisers import KINDS, LABELS
-from privtrans.shared.mpc import runner
-
-PROTOCOLS = {"beaver": 2, "replicated": 3}
+from privtrans.mpc_attention import attention as A
+from privtrans.mpc_attention import cost, spu
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--lengths", type=int, nargs="+", default=[32, 128])
-    args = ap.parse_args()
-    rows = []
-    for protocol, parties in PROTOCOLS.items():
-        rows += runner.run("privtrans.mpc_attention.parties:normaliser_cost", list(KINDS), args.lengths, args.heads,
-                           0, 1, None, protocol, world_size=parties)[0]
+    ap.add_argument("--ns", type=int, nargs="+", default=[32, 128])
+    a = ap.parse_args(argv)
+    closed = cost.closed_form(a.ns, a.heads).assign(parties="2PC closed form")
+    frames = [closed]
+    for parties in (2, 3):
+        df = cost.measure(a.ns, a.heads, parties=parties, reps=1, timeout=600)
+        frames.append(df.assign(parties=f"{parties}PC measured")[closed.columns.tolist()])
     for protocol in spu.PROTOCOLS:
-        rows += spu.normaliser_cost(list(KINDS), args.lengths, args.heads, 0, protocol)
-    df = pd.DataFrame(rows)
-    base = df[df.kind == "softmax"].set_index(["protocol", "n"])
-    df["rounds / Softmax"] = [r / base.loc[(p, n), "rounds"] for p, n, r in zip(df.protocol, df.n, df.rounds)]
-    df["bytes / Softmax"] = [b / base.loc[(p, n), "bytes"] for p, n, b in zip(df.protocol, df.n, df.bytes)]
-    df["attention"] = df.kind.map(LABELS)
-    with pd.option_context("display.float_format", "{:.4g}".format, "display.width", 140):
-        print(df[["protocol", "parties", "n", "attention", "rounds", "bytes", "rounds / Softmax", "bytes / Softmax"]]
-              .to_string(index=False))
+        rows = spu.normaliser_cost(list(A.ATTENTIONS), a.ns, a.heads, 0, protocol)
+        df = pd.DataFrame(rows).rename(columns={"kind": "variant"}).assign(parties=f"SPU {protocol}")
+        frames.append(df[closed.columns.tolist()])
+    print(f"{'back-end':18s} {'n':>4s} {'variant':16s} {'rounds':>8s} {'/softmax':>9s} {'bytes':>12s} {'/softmax':>9s}")
+    for f in frames:
+        for (p, n), g in f.groupby(["parties", "n"], sort=False):
+            base = g[g.variant == "softmax"].iloc[0]
+            for _, r in g.iterrows():
+                print(f"{p:18s} {n:4d} {A.LABELS[r.variant]:16s} {r.rounds:8.0f} {r.rounds / base.rounds:9.3f} "
+                      f"{r.bytes:12.0f} {r.bytes / base.bytes:9.3f}")
 
 
 if __name__ == "__main__":

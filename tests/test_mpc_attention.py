@@ -1,19 +1,14 @@
-"""The attention normalisers of the MPC-attention chapter: each plaintext formula is the paper's;
-each CrypTen twin (two real parties) equals it within fixed-point tolerance; rounds and bytes equal
-the closed forms (CrypTen's own softmax and MPCFormer's 2ReLU/2Quad in privtrans.shared.mpc.cost_model,
-one square for 2Quad-freeDiv, nothing for Scaling); each freeDiv variant is cheaper than its parent;
-the power-law fit recovers known constants."""
+"""SecretFlow SPU in the MPC-attention chapter: the primitive-form formulas it runs are the paper's
+and equal the chapter's attention module; the module imports without torch; one SPU run (ABY3)
+gives the plaintext weights and freeDiv cheaper than its parent."""
 
-import math
 
 import pytest
 import torch
 
-from privtrans.mpc_attention import fit, normalisers as N
+from privtrans.mpc_attention import normalisers as N
 from privtrans.shared.models.plain_gpt import DENOM_EPS
-from privtrans.shared.mpc import cost_model, runner
 
-LENGTHS, HEADS = [8, 16], 2
 
 
 def test_plaintext_formulas_are_the_papers():
@@ -43,50 +38,18 @@ def test_the_papers_fits_are_its_constants():
         N.PAPER_FITS["softmax"](0)
 
 
-def test_power_law_fit_recovers_known_constants():
-    ns = [4, 8, 16, 32, 64, 128]
-    got = fit.power_law(ns, [3.0 * n ** 0.6 for n in ns])
-    assert got.a == pytest.approx(3.0, rel=1e-6) and got.b == pytest.approx(0.6, rel=1e-6)
-    with pytest.raises(ValueError, match="positive"):
-        fit.power_law([1, 2], [1.0, -1.0])
+def test_the_spu_formulas_equal_the_chapters_attention_module():
+    """The primitive-form formulas SPU runs are attention.normalise's, kind by kind (no mask)."""
+    from privtrans.mpc_attention import attention as A
 
-
-@pytest.fixture(scope="module")
-def secure():
-    rows = runner.run("privtrans.mpc_attention.parties:normaliser_cost", list(N.KINDS), LENGTHS, HEADS, 0, 1)[0]
-    return {(r["kind"], r["n"]): r for r in rows}
-
-
-def test_every_secure_normaliser_equals_its_plaintext_twin(secure):
-    for (kind, n), r in secure.items():
-        tol = 1e-2 if kind.startswith("softmax") else 3e-3  # CrypTen's exp limit approximation is the loosest
-        assert r["max_abs_err"] < tol, (kind, n, r["max_abs_err"])
-
-
-def test_rounds_and_bytes_equal_the_closed_forms(secure):
-    for n in LENGTHS:
-        rows = HEADS * n  # one (n, n) score matrix per head
-        assert (secure["softmax", n]["bytes"], secure["softmax", n]["rounds"]) == cost_model.rowop_cost("softmax", rows, n)
-        assert (secure["2quad", n]["bytes"], secure["2quad", n]["rounds"]) == cost_model._att("att_sf2quad", rows, n)
-        assert (secure["2relu", n]["bytes"], secure["2relu", n]["rounds"]) == cost_model._att("att_sf2relu", rows, n)
-        assert (secure["2quad_freediv", n]["bytes"], secure["2quad_freediv", n]["rounds"]) == (16 * rows * n, 1)
-        assert (secure["scaling", n]["bytes"], secure["scaling", n]["rounds"]) == (0, 0)
-
-
-def test_each_freediv_variant_is_strictly_cheaper_than_its_parent(secure):
-    for child, parent in N.PARENT.items():
-        for n in LENGTHS:
-            assert secure[child, n]["rounds"] < secure[parent, n]["rounds"]
-            assert secure[child, n]["bytes"] < secure[parent, n]["bytes"]
-
-
-def test_long_rows_stay_in_the_fixed_point_range():
-    """At n = 128 a 2Quad row sums to about 84·128^0.72 ≈ 2,700 (CrypTen's reciprocal is wrong above
-    ~128) and 1/f(128) ≈ 3.7e-4 has four significant bits: both are scaled before CrypTen sees them."""
-    rows = runner.run("privtrans.mpc_attention.parties:normaliser_cost", ["2quad", "2quad_freediv"], [128], 1, 0, 1)[0]
-    for r in rows:
-        assert r["max_abs_err"] < 0.01 * r["max_abs_plain"], r
-    assert math.isfinite(rows[0]["max_abs_err"])
+    torch.manual_seed(1)
+    x = 2 * torch.randn(1, 3, 16, 16)
+    ones = torch.ones(1, 1, 1, 16)
+    for kind in N.KINDS:
+        want = A.normalise(kind, x, ones, A.PAPER_CONSTANTS.get(A.FREEDIV.get(kind)))
+        torch.testing.assert_close(N.normalise(x, kind, N.TorchOps()), want, rtol=1e-5, atol=1e-6, msg=kind)
+    assert set(N.KINDS) == set(A.ATTENTIONS) and N.PARENT == A.FREEDIV
+    assert {k: (f.a, f.b) for k, f in N.PAPER_FITS.items()} == A.PAPER_CONSTANTS
 
 
 def test_the_module_needs_neither_torch_nor_jax_and_keeps_merges_epsilon():

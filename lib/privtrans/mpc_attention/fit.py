@@ -1,27 +1,96 @@
-"""Fitting the public denominator f(n) = a·nᵇ (Sec. 4.1, Figures 5-7).
+"""Fitting the public denominator f(n) = a * n**b from a trained model (paper Sec. 4.1, Fig. 5-7).
 
-The paper groups the attention denominators of a trained model by the number of keys n, averages
-them (over all layers, heads and rows) and fits a power law, without saying how. We fit by least
-squares on the raw means (scipy's ``curve_fit``), started from the log-log line, which weights the
-large-n means as the paper's curves do; a per-layer or per-head fit (the paper's future work) is
-the same call on a subset.
+The paper runs the fine-tuned model on task inputs, takes every attention row's denominator
+(softmax: sum e^{x-max}; 2Quad: sum (x+5)^2 with 2Quad swapped in, no retraining), averages it per
+sequence length n over all layers, and fits a power law. It does not say how it fits; we fit
+log(mean D) = log a + b log n by least squares (numpy.polyfit), weighting each length by its
+number of rows, so the constants are reproducible without an optimiser's starting point.
+Per layer and per head fits are the extension the paper names as future work (Sec. 6).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-from scipy.optimize import curve_fit
+import torch
 
-from .normalisers import PowerLaw
+from . import attention as A
 
 
-def power_law(ns, means) -> PowerLaw:
-    """The a, b of a·nᵇ closest (least squares) to the mean denominator at each n."""
-    ns, means = np.asarray(ns, dtype=float), np.asarray(means, dtype=float)
-    if len(ns) != len(means) or len(ns) < 2:
-        raise ValueError(f"need at least two (n, mean) pairs of equal length, got {len(ns)} and {len(means)}")
-    if (ns <= 0).any() or (means <= 0).any():
-        raise ValueError("n and the mean denominators must be positive for a power law")
-    b0, loga0 = np.polyfit(np.log(ns), np.log(means), 1)
-    (a, b), _ = curve_fit(lambda n, a, b: a * n ** b, ns, means, p0=(np.exp(loga0), b0), maxfev=10_000)
-    return PowerLaw(float(a), float(b))
+@dataclass
+class Denominators:
+    """One row per attention row: its key count n, layer, head and denominator."""
+
+    n: np.ndarray
+    layer: np.ndarray
+    head: np.ndarray
+    value: np.ndarray
+
+    def mean_by_n(self, select=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lengths, mean denominator, rows) over the selected rows (Fig. 5's scatter)."""
+        m = np.ones_like(self.n, dtype=bool) if select is None else select
+        ns = np.unique(self.n[m])
+        means = np.array([self.value[m & (self.n == k)].mean() for k in ns])
+        counts = np.array([(m & (self.n == k)).sum() for k in ns])
+        return ns, means, counts
+
+
+@torch.no_grad()
+def collect(model, batches, kind: str) -> Denominators:
+    """Denominators of ``kind`` ('softmax' or '2quad') of every unmasked query row of ``model``.
+
+    For '2quad' the model's attention is swapped to 2Quad first (same weights), as in the paper.
+    ``batches`` yields (ids, mask01[, types]).
+    """
+    if kind not in ("softmax", "2quad"):
+        raise ValueError(f"kind must be 'softmax' or '2quad', got {kind!r}")
+    probe = model if model.cfg.attention == kind else model.converted(kind, model.cfg.activation)
+    probe.eval()
+    ns, layers, heads, vals = [], [], [], []
+    for batch in batches:
+        ids, mask = batch[0], batch[1].float()
+        types = batch[2] if len(batch) > 2 else None
+        out = probe(ids, mask, types)
+        n_keys = mask.sum(-1)                                  # (B,)
+        for li, s in enumerate(out["scores"]):
+            d = A.denominator(kind, s, mask[:, None, None, :])  # (B, H, T)
+            B, H, T = d.shape
+            rows = mask[:, None, :].expand(B, H, T).bool()
+            ns.append(n_keys[:, None, None].expand(B, H, T)[rows])
+            layers.append(torch.full((int(rows.sum()),), li))
+            heads.append(torch.arange(H)[None, :, None].expand(B, H, T)[rows])
+            vals.append(d[rows])
+    cat = lambda xs: torch.cat(xs).numpy()  # noqa: E731
+    return Denominators(cat(ns).astype(int), cat(layers), cat(heads), cat(vals).astype(float))
+
+
+def power_law_fit(ns, means, weights=None) -> tuple[float, float]:
+    """(a, b) of mean D(n) ~ a * n**b by weighted least squares in log-log space."""
+    ns, means = np.asarray(ns, float), np.asarray(means, float)
+    if len(ns) < 2 or np.any(means <= 0) or np.any(ns <= 0):
+        raise ValueError("a power-law fit needs >= 2 lengths with positive n and mean denominators")
+    w = None if weights is None else np.sqrt(np.asarray(weights, float))
+    b, log_a = np.polyfit(np.log(ns), np.log(means), 1, w=w)
+    return float(np.exp(log_a)), float(b)
+
+
+def fit_all(d: Denominators) -> tuple[float, float]:
+    """One (a, b) over all layers and heads: the paper's f(n)."""
+    ns, means, counts = d.mean_by_n()
+    return power_law_fit(ns, means, counts)
+
+
+def fit_per_head(d: Denominators, per_layer: bool = True) -> tuple[list, list]:
+    """(a, b) per layer and head as (L, H) nested lists (or per head (H,) pooled over layers)."""
+    L, H = int(d.layer.max()) + 1, int(d.head.max()) + 1
+
+    def one(sel):
+        ns, means, counts = d.mean_by_n(sel)
+        return power_law_fit(ns, means, counts)
+
+    if not per_layer:
+        ab = [one(d.head == h) for h in range(H)]
+        return [a for a, _ in ab], [b for _, b in ab]
+    ab = [[one((d.layer == li) & (d.head == h)) for h in range(H)] for li in range(L)]
+    return [[a for a, _ in row] for row in ab], [[b for _, b in row] for row in ab]

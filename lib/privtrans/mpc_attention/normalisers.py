@@ -1,11 +1,12 @@
-"""The six attention row-normalisers of the paper (Sec. 4.1), one formula each for every back-end.
+"""The six attention normalisers written against a set of primitives, for SecretFlow SPU.
 
-``normalise(x, kind, ops)`` maps scores x = QKᵀ/√d (..., n) to attention weights over the last
-axis. The same code runs on torch tensors (``TorchOps``), CrypTen tensors (``CrypTenOps``) and JAX
-arrays (``JaxOps``: plaintext, and SecretFlow SPU, which compiles the JAX function to its MPC
-protocol): a back-end supplies only the primitives (exp, ReLU, square, row max, row sum,
-reciprocal), so the plaintext twin and every secure one cannot drift apart. The module imports
-neither torch nor JAX, so SPU's own environment (numpy < 2, no torch) can import it.
+``privtrans.mpc_attention.attention`` is the chapter's formula for torch and CrypTen; it needs
+torch, which SPU's own environment (numpy < 2, JAX 0.4.34) cannot hold. This module writes the same
+six formulas, with the same public scalings, against primitives a back-end supplies (exp, ReLU,
+square, row max, row sum, reciprocal): ``JaxOps`` for SPU (which compiles the JAX function to its
+protocol) and ``TorchOps`` for the test that keeps it equal to ``attention.normalise`` on every
+kind (tests/test_mpc_attention.py). It imports neither torch nor JAX. No key mask: Table 1's scores
+have none.
 
 - softmax: e^{x−max} / Σ e^{x−max} (max, exp, reciprocal, multiplication);
 - 2relu: ReLU(x) / Σ ReLU(x) (MPCFormer, SecureML);
@@ -89,22 +90,6 @@ class TorchOps:
     @staticmethod
     def reciprocal(s):
         return s.reciprocal()
-
-
-class CrypTenOps(TorchOps):
-    """CrypTen: the comparison-tree max; Newton's reciprocal told its inputs are positive (every
-    sum here is), which spares the sign comparison it would otherwise pay."""
-
-    def __init__(self, crypten):
-        self.cr = crypten
-
-    @staticmethod
-    def rowmax(x):
-        return x.max(dim=-1, keepdim=True)[0]
-
-    def reciprocal(self, s):
-        with self.cr.cfg.temp_override({"functions.reciprocal_all_pos": True}):
-            return s.reciprocal()
 
 
 class JaxOps:

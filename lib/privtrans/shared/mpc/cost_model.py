@@ -116,6 +116,35 @@ def _att(kind: str, rows: int, t: int) -> tuple[int, float]:
     return rows * (c["per_t"] * t + c["per_row"]) + c["per_call"], c["rounds"]
 
 
+#: reciprocal (10 Newton steps, positive input) + the multiplication by it, per row / per element:
+#: what a freeDiv variant saves over its parent (the paper's "1 division and n multiplications")
+DIVISION = dict(per_t=16, per_row=624, rounds=29)
+
+
+def normaliser_cost(kind: str, rows: int, t: int) -> tuple[int, int]:
+    """(bytes, rounds) per party of one 2PC attention normaliser over ``rows`` rows of length t.
+
+    Kinds of ``privtrans.mpc_attention.attention``: softmax, 2relu, 2quad (with the reciprocal),
+    scaling (public division: local), softmax_freediv (softmax without the division),
+    2quad_freediv (one square). Public masks and public scalings are local in 2PC.
+    """
+    if kind == "softmax":
+        return _att("att_softmax", rows, t)
+    if kind == "2relu":
+        return _att("att_sf2relu", rows, t)
+    if kind == "2quad":
+        return _att("att_sf2quad", rows, t)
+    if kind == "scaling":
+        return 0, 0
+    if kind == "2quad_freediv":
+        return ELEM * rows * t, NONLINEAR["act_quad"]["rounds"]
+    if kind == "softmax_freediv":
+        b, r = _att("att_softmax", rows, t)
+        return b - rows * (DIVISION["per_t"] * t + DIVISION["per_row"]), r - DIVISION["rounds"]
+    raise ValueError(f"unknown attention normaliser {kind!r}: allowed values are softmax, 2relu, 2quad, "
+                     "scaling, softmax_freediv, 2quad_freediv")
+
+
 def _spec(variant: str, decoding: str | None) -> tuple[dict, str]:
     switches, default = variant_switches(variant)
     return switches, decoding or default

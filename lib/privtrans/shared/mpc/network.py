@@ -9,8 +9,8 @@ from __future__ import annotations
 
 #: a 10 GbE LAN like MERGE's and ABY3's benchmarks: 1.25 GB/s, 0.2 ms round trip
 LAN = dict(bandwidth=1.25e9, rtt=2e-4)
-#: a WAN: 100 Mbit/s, 80 ms round trip (ABY3's and CrypTen's WAN settings are of this order)
-WAN = dict(bandwidth=12.5e6, rtt=8e-2)
+#: a WAN: 100 Mbit/s, 40 ms round trip (the order of ABY3's and CrypTen's WAN settings)
+WAN = dict(bandwidth=12.5e6, rtt=4e-2)
 LINKS = {"LAN": LAN, "WAN": WAN}
 
 

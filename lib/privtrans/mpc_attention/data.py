@@ -1,0 +1,158 @@
+"""The three GLUE stand-in tasks from the Rotten-Tomatoes and Amazon snippets of VADER's sdist.
+
+``data/mpc_attention/*_GroundTruth.txt.gz`` are the files of the vaderSentiment 3.3.2 source
+distribution on PyPI (``additional_resources/hutto_ICWSM_2014.tar.gz``; MIT, C.J. Hutto), gzipped,
+with their sha256 checked here (the README gives the provenance). Rows: id, mean human rating in
+[-4, 4], sentence. The movie snippets are the source sentences of SST.
+
+- ``mr2`` (SST-2 stand-in): movie snippets, label rating > 0, rating 0 dropped; accuracy.
+- ``mrreg`` (STS-B stand-in): the same snippets, target the rating / 4 (in [-1, 1]); the paper's
+  metric (Pearson + Spearman) / 2.
+- ``pair`` (RTE stand-in): two Amazon snippets joined by [SEP] with segment ids, label "same
+  polarity"; RTE-sized (2 490 train pairs); accuracy.
+
+Tokeniser: lower-cased regex words, vocabulary from the training split (no pretrained vocabulary
+exists offline; the paper's WordPiece model is BERT-Base-Cased's).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from privtrans.book import paths
+
+FILES = {
+    "movie": ("movieReviewSnippets_GroundTruth.txt.gz",
+              "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350"),
+    "amazon": ("amazonReviewSnippets_GroundTruth.txt.gz",
+               "11a9807a0974a2506a2d3b4851eaf69b3d6d20688ce4923adda2312a4f6dd6c2"),
+}
+TASKS = ("mr2", "mrreg", "pair")
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+PAD, UNK, CLS, SEP = range(4)
+TOKEN = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
+
+
+def check_task(task: str) -> str:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}: allowed values are {', '.join(TASKS)}")
+    return task
+
+
+def snippets(source: str) -> list[tuple[float, str]]:
+    """(rating, sentence) rows of one ground-truth file, after checking its sha256."""
+    if source not in FILES:
+        raise ValueError(f"unknown snippet source {source!r}: allowed values are {', '.join(FILES)}")
+    name, sha = FILES[source]
+    raw = gzip.decompress((paths.data_dir("mpc_attention") / name).read_bytes())
+    if hashlib.sha256(raw).hexdigest() != sha:
+        raise ValueError(f"{name}: sha256 differs from the vaderSentiment 3.3.2 file")
+    rows = []
+    for line in raw.decode("utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3:
+            rows.append((float(parts[1]), "\t".join(parts[2:]).strip()))
+    return rows
+
+
+def tokenize(text: str) -> list[str]:
+    return TOKEN.findall(text.lower())
+
+
+class Vocab:
+    """Words of the training split with count >= ``min_count``, at most ``size`` (plus specials)."""
+
+    def __init__(self, texts, size: int = 8000, min_count: int = 2):
+        counts = Counter(w for t in texts for w in tokenize(t))
+        words = [w for w, c in counts.most_common(size) if c >= min_count]
+        self.itos = list(SPECIALS) + words
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+
+    def __len__(self):
+        return len(self.itos)
+
+    def ids(self, text: str) -> list[int]:
+        return [self.stoi.get(w, UNK) for w in tokenize(text)]
+
+
+@dataclass
+class Split:
+    ids: torch.Tensor     # (N, T) long, [CLS] a [SEP] (b [SEP]), padded with [PAD]
+    mask: torch.Tensor    # (N, T) float 0/1
+    types: torch.Tensor   # (N, T) long segment ids
+    y: torch.Tensor       # (N,) long labels or float targets
+
+    def __len__(self):
+        return len(self.y)
+
+    def batches(self, size: int, shuffle: bool = False, seed: int = 0):
+        idx = torch.randperm(len(self), generator=torch.Generator().manual_seed(seed)) if shuffle \
+            else torch.arange(len(self))
+        for i in range(0, len(self), size):
+            j = idx[i:i + size]
+            yield self.ids[j], self.mask[j], self.types[j], self.y[j]
+
+
+@dataclass
+class Task:
+    name: str
+    vocab: Vocab
+    train: Split
+    dev: Split
+    n_out: int            # 2 classes, or 1 for regression
+    max_len: int
+
+
+def _encode(vocab, pairs, max_len):
+    ids = torch.full((len(pairs), max_len), PAD, dtype=torch.long)
+    types = torch.zeros_like(ids)
+    for r, (a, b) in enumerate(pairs):
+        ta = vocab.ids(a)
+        if b is None:
+            seq, typ = [CLS] + ta[:max_len - 2] + [SEP], None
+        else:
+            tb = vocab.ids(b)
+            half = (max_len - 3) // 2
+            ta, tb = ta[:half], tb[:max_len - 3 - min(len(ta), half)]
+            seq = [CLS] + ta + [SEP] + tb + [SEP]
+            typ = [0] * (len(ta) + 2) + [1] * (len(tb) + 1)
+        ids[r, :len(seq)] = torch.tensor(seq)
+        if typ is not None:
+            types[r, :len(typ)] = torch.tensor(typ)
+    return ids, (ids != PAD).float(), types
+
+
+def load(task: str, n_train: int | None = None, n_dev: int | None = None, max_len: int = 48,
+         seed: int = 0, vocab_size: int = 8000) -> Task:
+    """One task, split 80/10 (train/dev; the rest unused) with a fixed shuffle, optionally cut."""
+    check_task(task)
+    rng = np.random.default_rng(seed)
+    if task in ("mr2", "mrreg"):
+        rows = [r for r in snippets("movie") if task == "mrreg" or r[0] != 0]
+        rows = [rows[i] for i in rng.permutation(len(rows))]
+        items = [((t, None), (1 if r > 0 else 0) if task == "mr2" else r / 4.0) for r, t in rows]
+    else:
+        rows = [r for r in snippets("amazon") if r[0] != 0]
+        order = rng.permutation(len(rows))
+        items = []
+        for i in range(0, len(order) - 1, 2):  # disjoint pairs: each snippet used once
+            (ra, a), (rb, b) = rows[order[i]], rows[order[i + 1]]
+            items.append(((a, b), int((ra > 0) == (rb > 0))))
+    n = len(items)
+    tr, dv = items[: int(0.8 * n)], items[int(0.8 * n): int(0.9 * n)]
+    tr, dv = tr[:n_train] if n_train else tr, dv[:n_dev] if n_dev else dv
+    vocab = Vocab([t for (a, b), _ in tr for t in (a, b) if t], size=vocab_size)
+    ydtype = torch.float32 if task == "mrreg" else torch.long
+
+    def split(part):
+        ids, mask, types = _encode(vocab, [x for x, _ in part], max_len)
+        return Split(ids, mask, types, torch.tensor([y for _, y in part], dtype=ydtype))
+
+    return Task(task, vocab, split(tr), split(dv), 1 if task == "mrreg" else 2, max_len)

@@ -1,0 +1,69 @@
+"""mpc_attention readouts on hand-made tables, and the claims' predicates on them."""
+
+import pandas as pd
+import pytest
+
+from privtrans.book import claims
+from privtrans.book.session import _jsonable
+from privtrans.mpc_attention import readouts
+
+CLAIMS = {c["id"]: c for c in claims.load("mpc_attention")["claims"]}
+
+ROUNDS = {"softmax": 105, "2relu": 38, "2quad": 30, "scaling": 0, "softmax_freediv": 76, "2quad_freediv": 1}
+BYTES = {"softmax": 6000, "2relu": 2000, "2quad": 200, "scaling": 0, "softmax_freediv": 5900, "2quad_freediv": 60}
+
+
+def verdict(claim_id, values, profile="ci"):
+    c = CLAIMS[claim_id]
+    (row,) = claims.evaluate("mpc_attention", {"claims": [c]},
+                             {c["notebook"]: {"profile": profile, "values": _jsonable(values)}}, profile)
+    return row["held"]
+
+
+def table(rounds=ROUNDS, nbytes=BYTES, parties=(2, 3)):
+    rows = [dict(parties=p, n=n, variant=v, rounds=rounds[v], bytes=nbytes[v], seconds=0.1, max_abs_error=1e-3,
+                 **{"LAN s": rounds[v] * 2e-4 + nbytes[v] / 1.25e9})
+            for p in parties for n in (16, 32) for v in rounds]
+    return pd.DataFrame(rows)
+
+
+def closed(rounds=ROUNDS, nbytes=BYTES):
+    return pd.DataFrame([dict(n=n, variant=v, rounds=rounds[v], bytes=nbytes[v]) for n in (16, 32) for v in rounds])
+
+
+def test_table1_readouts_and_claims():
+    r = readouts.table1_attention_cost(table(), closed())
+    assert r["freediv_cheaper_2pc"] and r["closed_form_exact_2pc"] and r["all_cheaper_than_softmax_2pc"]
+    assert r["quad_freediv_minus_scaling_rounds_2pc"] == 1
+    assert verdict("t1_freediv_cheaper_2pc", r) is True
+    assert verdict("t1_softmax_freediv_beats_2quad", r) is False  # CrypTen: the max dominates
+    worse = dict(ROUNDS, softmax_freediv=106)
+    r2 = readouts.table1_attention_cost(table(rounds=worse), closed())
+    assert not r2["freediv_cheaper_2pc"] and not r2["closed_form_exact_2pc"]
+    assert verdict("t1_freediv_cheaper_2pc", r2) is False
+
+
+def _cost(rounds, nbytes, norm=10):
+    return {"Total": dict(rounds=rounds, bytes=nbytes, seconds=rounds / 100),
+            "Softmax": dict(rounds=rounds - norm - 1, bytes=0), "Norm": dict(rounds=norm, bytes=0),
+            "Act": dict(rounds=1, bytes=0)}
+
+
+def test_tables2_6_readouts_and_claims():
+    costs = {"softmax+gelu": _cost(400, 1e7), "2quad+quad": _cost(200, 5e6), "scaling+quad": _cost(120, 4e6),
+             "2quad_freediv+quad": _cost(125, 4e6, norm=100)}
+    students = {k: {"before": 0.5, "after_stage2": 0.7} for k in costs if k != "softmax+gelu"}
+    r = readouts.tables2_6_schemes(0.71, students, costs)
+    assert r["best_speedup_lan"] == pytest.approx((400 * 2e-4 + 1e7 / 1.25e9) / (125 * 2e-4 + 4e6 / 1.25e9))
+    assert r["largest_nonlinear_after_conversion"] == "Norm"
+    assert verdict("t3_speedup", r) is True and verdict("t6_faster_than_mpcformer", r) is True
+    assert verdict("t3_accuracy_kept", r) is None  # one seed: not judged
+
+
+def test_table4_5_readouts():
+    t = {"a": {"metric": 0.7}, "b": {"metric": 0.6}}
+    s = {"a": {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.7, seconds=10, examples_x_epochs=100)},
+         "b": {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.4, seconds=5, examples_x_epochs=50)}}
+    r = readouts.table4_5_tasks(t, s)
+    assert r["time_follows_work"] and not r["recovered_all"]
+    assert verdict("t4_distillation_recovers", r) is False

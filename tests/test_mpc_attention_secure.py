@@ -1,0 +1,108 @@
+"""Every attention variant under CrypTen (2PC and 3PC replicated) equals its plaintext twin; the
+measured bytes and rounds of the 2PC normalisers equal ``cost_model.normaliser_cost``.
+
+Tolerances: CrypTen's fixed point has 16 fractional bits (1.5e-5). Softmax's exp (8 squarings of
+1 + x/256) is ~1e-2 relative off for scores spread over ~10, and its Newton reciprocal adds ~1e-3;
+the polynomial variants only see truncation noise. ``ATT_TOL`` is absolute on weights <= 1.
+The encoder adds LayerNorm's inverse square root (10 Newton steps) and GeLU's tanh: hidden states
+(|h| ~ 3) within ``HID_TOL``, logits within ``LOGIT_TOL``; a wrong layer gives O(1).
+"""
+
+import pytest
+import torch
+
+from privtrans.mpc_attention import attention as A
+from privtrans.mpc_attention import encoder as E
+from privtrans.mpc_attention import secure
+from privtrans.shared.mpc import cost_model, runner
+
+ATT_TOL = {"softmax": 2e-2, "softmax_freediv": 5e-3}
+POLY_TOL = 1e-3
+HID_TOL = 3e-2
+LOGIT_TOL = 2e-2
+N, HEADS = 16, 2
+
+
+def _plain(kind, x, n):
+    return A.normalise(kind, x, torch.ones(1, 1, 1, n), A.PAPER_CONSTANTS.get(A.FREEDIV.get(kind)))
+
+
+@pytest.fixture(scope="module")
+def cost2():
+    return runner.run(secure.attention_cost, list(A.ATTENTIONS), N, heads=HEADS, reps=1, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def cost3():
+    return runner.run(secure.attention_cost_3pc, list(A.ATTENTIONS), 8, heads=HEADS, reps=1,
+                      world_size=3, timeout=240)
+
+
+@pytest.mark.parametrize("kind", A.ATTENTIONS)
+def test_2pc_attention_equals_plaintext(cost2, kind):
+    x = cost2[0]["scores"]
+    for rank in (0, 1):
+        err = (cost2[rank][kind]["plain"] - _plain(kind, x, N)).abs().max()
+        assert err < ATT_TOL.get(kind, POLY_TOL), (kind, float(err))
+
+
+@pytest.mark.parametrize("kind", A.ATTENTIONS)
+def test_3pc_attention_equals_plaintext(cost3, kind):
+    x = cost3[0]["scores"]
+    err = (cost3[0][kind]["plain"] - _plain(kind, x, 8)).abs().max()
+    assert err < ATT_TOL.get(kind, POLY_TOL), (kind, float(err))
+
+
+@pytest.mark.parametrize("kind", A.ATTENTIONS)
+def test_2pc_bytes_and_rounds_equal_closed_form(cost2, kind):
+    b, r = cost_model.normaliser_cost(kind, rows=HEADS * N, t=N)
+    for rank in (0, 1):
+        assert (cost2[rank][kind]["bytes"], cost2[rank][kind]["rounds"]) == (b, r)
+
+
+def test_freediv_strictly_cheaper_than_parent(cost2, cost3):
+    for cost in (cost2, cost3):
+        for child, parent in A.FREEDIV.items():
+            assert cost[0][child]["rounds"] < cost[0][parent]["rounds"]
+            assert cost[0][child]["bytes"] < cost[0][parent]["bytes"]
+
+
+SIZES = dict(vocab_size=40, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=10)
+COMBOS = [("softmax", "gelu"), ("softmax", "relu"), ("2relu", "quad"), ("2quad", "quad"),
+          ("scaling", "quad"), ("softmax_freediv", "gelu"), ("2quad_freediv", "quad")]
+
+
+def _teacher():
+    torch.manual_seed(0)
+    m = E.TinyEncoder(E.EncoderConfig(**SIZES))
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_(0, 0.3)
+    return m
+
+
+def _cfg(att, act):
+    return E.EncoderConfig(**SIZES, attention=att, activation=act,
+                           const=A.PAPER_CONSTANTS.get(A.FREEDIV.get(att)))
+
+
+@pytest.fixture(scope="module")
+def forwards():
+    ids, mask = [[3, 7, 1, 9, 4, 2, 0, 0]], [[1, 1, 1, 1, 1, 1, 0, 0]]
+    cfgs = [_cfg(a, f).to_dict() for a, f in COMBOS]
+    res = runner.run(secure.secure_forward, cfgs, _teacher().state_dict(), ids, mask, timeout=300)
+    return ids, mask, res
+
+
+@pytest.mark.parametrize("att,act", COMBOS)
+def test_secure_encoder_equals_plaintext(forwards, att, act):
+    ids, mask, res = forwards
+    m = _teacher().converted(att, act, _cfg(att, act).const)
+    with torch.no_grad():
+        out = m(torch.tensor(ids), torch.tensor(mask, dtype=torch.float32))
+    got = res[0][f"{att}+{act}"]
+    keep = torch.tensor(mask[0]).bool()
+    for h_sec, h in zip(got["hidden"], out["hidden"]):
+        assert (h_sec[0][keep] - h[0][keep]).abs().max() < HID_TOL
+    assert (got["logits"] - out["logits"]).abs().max() < LOGIT_TOL
+    assert got["cost"]["Total"]["rounds"] > 0
