@@ -116,8 +116,10 @@ def table4_5_tasks(teachers: dict, students: dict) -> dict:
         if s is not None:
             out["conversion_seconds"][task] = num(s["seconds"])
             out["examples_x_epochs"][task] = int(s["examples_x_epochs"])
-    order_t = sorted(out["conversion_seconds"], key=out["conversion_seconds"].get)
-    order_w = sorted(out["examples_x_epochs"], key=out["examples_x_epochs"].get)
-    out["time_follows_work"] = order_t == order_w
+    # every pair of tasks with different work: more work took more time (equal work judges nothing)
+    sec, work = out["conversion_seconds"], out["examples_x_epochs"]
+    pairs = [(a, b) for a in work for b in work if work[a] < work[b]]
+    out["time_follows_work"] = None if not pairs else all(sec[a] < sec[b] for a, b in pairs)
+    out["time_follows_work_pairs"] = len(pairs)
     out["recovered_all"] = bool(out["recovered_all"])
     return out
