@@ -105,7 +105,10 @@ def table4_5_tasks(teachers: dict, students: dict) -> dict:
 
     ``teachers``: {task: teacher dict}; ``students``: {task: {"att+act": student dict}}.
     """
+    # a teacher "learned" its task: accuracy 5 points over chance (0.5), or correlation > 0.1
+    learned = {k: bool(t["metric"] > (0.1 if t.get("cfg", {}).get("n_out") == 1 else 0.55)) for k, t in teachers.items()}
     out = {"teacher": {k: num(t["metric"]) for k, t in teachers.items()}, "before": {}, "after": {},
+           "teachers_learned": learned, "all_teachers_learned": all(learned.values()),
            "recovered_all": True, "conversion_seconds": {}, "examples_x_epochs": {}}
     for task, ss in students.items():
         out["before"][task] = {k: num(s["before"]) for k, s in ss.items()}
