@@ -67,3 +67,10 @@ def test_table4_5_readouts():
     r = readouts.table4_5_tasks(t, s)
     assert r["time_follows_work"] and not r["recovered_all"]
     assert verdict("t4_distillation_recovers", r) is False
+
+
+def test_table5_equal_work_judges_nothing():
+    t = {"a": {"metric": 0.7}, "b": {"metric": 0.6}}
+    s = {k: {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.7, seconds=sec, examples_x_epochs=100)}
+         for k, sec in (("a", 1), ("b", 2))}
+    assert readouts.table4_5_tasks(t, s)["time_follows_work"] is None
