@@ -30,7 +30,7 @@ from privtrans.book.runcache import RunCache
 
 from . import data as D
 from .pretrain import _shift, accuracy
-from .tangent import TangentLinear
+from .tangent import TangentLinear, _frozen
 
 
 @dataclass(frozen=True)
@@ -80,10 +80,6 @@ class CNN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.from_features(self.features(x))
-
-
-def _frozen(module: nn.Module, name: str, value: torch.Tensor):
-    module.register_buffer(name, value.detach().clone())
 
 
 class TangentConv2d(nn.Module):
