@@ -57,6 +57,32 @@ def test_composition_claims_hold_only_for_a_clear_growing_gap():
     assert not verdict("table2_composition_is_the_ensemble", tie)
 
 
+def gap(g, n):
+    return g[n] if isinstance(g, dict) else g
+
+
+def table11_runs(gaps, diff=None):
+    """TAFT ahead of each method by ``gaps[method]`` (a number, or one per N); ``diff``: composed − ensemble."""
+    diff = diff or {"TAFT": 1e-6, "Adapter": 0.02, "LoRA": 0.03, "Soup": 0.01}
+    return pd.DataFrame([{"task": "letters", "shards": n, "method": m, "seed": s, "composed_minus_ensemble": diff[m],
+                          "accuracy": 0.6 - gap(gaps.get(m, 0.0), n) + (e if m == "TAFT" else 0)}
+                         for n in (10, 25, 50) for m in ("TAFT", "Adapter", "LoRA", "Soup")
+                         for s, e in zip(SEEDS, NOISE)])
+
+
+def test_table11_claims_need_taft_ahead_of_each_method_at_every_n():
+    rec = R.table11_peft(table11_runs({"Adapter": 0.1, "LoRA": 0.2, "Soup": 0.1}))
+    assert verdict("table11_taft_beats_adapter", rec) and verdict("table11_taft_beats_lora", rec)
+    assert verdict("table11_composition_is_the_ensemble", rec)
+    assert rec["composed_minus_ensemble"]["LoRA"] == pytest.approx(0.03)
+    tie = R.table11_peft(table11_runs({"Adapter": {10: 0.1, 25: 0.1, 50: 0.0}, "LoRA": 0.2, "Soup": 0.1}, diff={m: 1e-3 for m in
+                                                                                         ("TAFT", "Adapter", "LoRA", "Soup")}))
+    assert not verdict("table11_taft_beats_adapter", tie) and verdict("table11_taft_beats_lora", tie)
+    assert not verdict("table11_composition_is_the_ensemble", tie)
+    one_seed = R.table11_peft(table11_runs({"Adapter": 0.1, "LoRA": 0.2}).query("seed == 0"))
+    assert verdict("table11_taft_beats_lora", one_seed) is None  # one seed: no interval, not judged
+
+
 def forgetting_frames(drop_at_half=0.01, paragon_gap=0.02):
     curves = pd.DataFrame([{"task": t, "seed": s, "removed": r, "method": m,
                             "accuracy": 0.9 - drop_at_half * r / 25 - (0.05 if m == "SISA" else 0) + e}

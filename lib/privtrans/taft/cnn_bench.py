@@ -57,6 +57,10 @@ class CNNBench:
         k = int(round(len(y) * (1 - self.val_fraction)))
         return x[:k], y[:k], x[k:], y[k:]
 
+    def prepare(self, name: str, spec: FitSpec) -> None:
+        """Compute the stem features now, so that worker processes share them."""
+        self.split(name, "test")
+
     def model(self, name: str, init_seed: int) -> C.LinearisedCNN:
         return C.LinearisedCNN(C.task_cnn(self.cnn, self.task(name).classes, init_seed))
 

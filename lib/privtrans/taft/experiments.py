@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 import numpy as np
 import torch
 
+from privtrans.book import workers
 from privtrans.book.runcache import RunCache
 
-from . import compose, data, finetune, losses, tangent, vit as vit_module
+from . import compose, data, finetune, losses, peft, tangent, vit as vit_module
 from .finetune import FitSpec
 from .pretrain import PretrainSpec, get_backbone
 
-CODE = [finetune, tangent, vit_module, losses, data, compose]
+CODE = [finetune, peft, tangent, vit_module, losses, data, compose]
 SPLITS = ("test", "val")
 VAL_FRACTION = 0.2  # the last fifth of the training set: the validation split for model selection
 
@@ -69,6 +71,10 @@ class Bench:
         k = int(round(len(y) * (1 - VAL_FRACTION)))
         return x[:k], y[:k], x[k:], y[k:]
 
+    def prepare(self, name: str, spec: FitSpec) -> None:
+        """Compute the features ``spec`` starts from now, so that worker processes share them."""
+        self.features(name, self.cut(spec))
+
     def key_parts(self, name: str) -> dict:
         return {"backbone": asdict(self.spec), "backbone_seed": self.backbone_seed, "task": name,
                 "task_cfg": self.task_cfg.get(name) or {}, "train_per_class": self.train_per_class}
@@ -115,6 +121,32 @@ class Bench:
         return out
 
 
+def fit_runs(bench, jobs: list[tuple], progress=None) -> list[dict]:
+    """``bench.fit_run(task, spec, seed, split)`` for every job, computed on every core
+    (``privtrans.book.workers``) and returned in order from the cache. ``bench``: a Bench or a
+    CNNBench (``prepare`` and ``fit_run``)."""
+    for t, spec, _, _ in jobs:
+        bench.prepare(t, spec)
+    workers.in_parallel([partial(bench.fit_run, *job) for job in jobs], progress=progress)
+    return [bench.fit_run(*job) for job in jobs]
+
+
+def dp_runs(bench: Bench, jobs: list[tuple], progress=None) -> list[dict]:
+    """``bench.dp_run(task, method, regime, dp_spec, seed)`` for every job, on every core, in order."""
+    for t in {j[0] for j in jobs}:
+        bench.features(t, len(bench.vit.blocks) - 1)
+    workers.in_parallel([partial(bench.dp_run, *job) for job in jobs], progress=progress)
+    return [bench.dp_run(*job) for job in jobs]
+
+
+def benches(backbones: dict, backbone_seed: int, task_cfg: dict, train_per_class, progress=None) -> dict:
+    """{name: Bench} for several backbone settings, the missing backbones pretrained on every core."""
+    cache = RunCache("taft")
+    workers.in_parallel([partial(get_backbone, PretrainSpec.from_cfg(b), backbone_seed, cache) for b in backbones.values()],
+                        progress=progress)
+    return {name: Bench(b, backbone_seed, task_cfg, train_per_class) for name, b in backbones.items()}
+
+
 def spec_from(cfg: dict, **over) -> FitSpec:
     """A FitSpec from a profile mapping (lists become tuples) with overrides."""
     d = dict(cfg, **over)
@@ -147,24 +179,32 @@ def mean_sd(values) -> tuple[float, float | None]:
 
 
 def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[int], seeds: list[int],
-                     progress=None):
-    """Tables 2 and 10: for every task, N and seed, each method's N shard models composed by
-    averaging their weights (``specs``: {'TAFT': tangent spec, 'Soup': non-linear spec}), tested.
+                     progress=None, measure_all: bool = False):
+    """Tables 2, 10 and 11: for every task, N and seed, each method's N shard models composed by
+    averaging their weights (``specs``: {'TAFT': tangent spec, 'Soup': non-linear spec, ...}), tested.
     Returns (runs: task, shards, method, seed, accuracy; the largest |composed − ensemble| logit of
-    the tangent compositions, measured rather than assumed)."""
+    the tangent compositions, measured rather than assumed). ``measure_all``: measure that distance
+    for every method (column ``composed_minus_ensemble``), not only the tangent ones."""
     import pandas as pd
 
     rows, max_abs_diff = [], 0.0
     jobs = [(t, n, s, m) for t in tasks for n in shards for s in seeds for m in specs]
-    for t, n, s, m in (jobs if progress is None else progress(jobs)):
+    for t in tasks:  # computed once here, then shared with the workers
+        for spec in specs.values():
+            bench.prepare(t, spec)
+    workers.in_parallel([partial(bench.shards, t, specs[m], n, s) for t, n, s, m in jobs], progress=progress)
+    for t, n, s, m in jobs:
         spec = specs[m]
         sset = bench.shards(t, spec, n, s)
         _, _, xt, yt = bench.features(t, bench.cut(spec))
         composed = compose.composed_logits(bench.vit, sset, xt)
-        if spec.method == "taft":
+        row = {"task": t, "shards": n, "method": m, "seed": s, "accuracy": compose.acc(composed.argmax(1), yt)}
+        if spec.method == "taft" or measure_all:
             ensemble = compose.shard_logits(bench.vit, sset, xt).mean(0)
-            max_abs_diff = max(max_abs_diff, float((composed - ensemble).abs().max()))
-        rows.append({"task": t, "shards": n, "method": m, "seed": s, "accuracy": compose.acc(composed.argmax(1), yt)})
+            row["composed_minus_ensemble"] = float((composed - ensemble).abs().max())
+            if spec.method == "taft":
+                max_abs_diff = max(max_abs_diff, row["composed_minus_ensemble"])
+        rows.append(row)
     return pd.DataFrame(rows), max_abs_diff
 
 
@@ -240,6 +280,17 @@ def retraining(bench: Bench, task: str, taft_spec: FitSpec, paragon_spec: FitSpe
     return out
 
 
+def retraining_runs(bench: Bench, jobs: list[tuple], taft_spec: FitSpec, paragon_spec: FitSpec, n_shards: int,
+                    progress=None) -> list[dict]:
+    """``retraining`` for every (task, seed, fraction) job, on every core; the rows in job order."""
+    for t, _, _ in jobs:
+        bench.prepare(t, taft_spec)
+        bench.prepare(t, paragon_spec)
+    workers.in_parallel([partial(retraining, bench, t, taft_spec, paragon_spec, n_shards, s, f) for t, s, f in jobs],
+                        progress=progress)
+    return [row for t, s, f in jobs for row in retraining(bench, t, taft_spec, paragon_spec, n_shards, s, f)]
+
+
 def variant_runs(bench: Bench, base: dict, variants: dict, seeds: list[int], progress=None):
     """Ablations (Figure 2, Table 12): for every task's ``base`` spec ({task: FitSpec}) and every
     variant ({name: overrides of the spec}), a cached run per seed on the test split. Returns rows
@@ -249,8 +300,9 @@ def variant_runs(bench: Bench, base: dict, variants: dict, seeds: list[int], pro
     from .selection import describe
 
     jobs = [(t, v, s) for t in base for v in variants for s in seeds]
+    fit_runs(bench, [(t, base[t].with_(**variants[v]), s, "test") for t, v, s in jobs], progress)
     rows = []
-    for t, v, s in (jobs if progress is None else progress(jobs)):
+    for t, v, s in jobs:
         spec = base[t].with_(**variants[v])
         r = bench.fit_run(t, spec, s)
         rows.append({"task": t, "variant": v, "seed": s, "accuracy": r["accuracy"], "delta_norm": r["delta_norm"],

@@ -1,4 +1,5 @@
-"""Fine-tuning on cached features: TAFT (the tangent model), NLFT (the same layers, non-linear), FC.
+"""Fine-tuning on cached features: TAFT (the tangent model), NLFT (the same layers, non-linear), FC,
+and the parameter-efficient baselines of Table 11 (Adapter, LoRA: ``peft``) on the same layers.
 
 Every method trains only the last ``tuned`` blocks, the final norm and the head, so the frozen
 part (patch embedding and the first blocks) runs once per image and its output is cached, as the
@@ -21,11 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import peft
 from .losses import LOSSES, l2_norm_penalty, loss_fn
 from .tangent import TangentViT
 from .vit import ViT
 
-METHODS = ("taft", "nlft", "fc")
+METHODS = ("taft", "nlft", "fc") + peft.METHODS
 REGIMES = ("full", "bitfit", "ln", "head")
 
 
@@ -47,6 +49,7 @@ class FitSpec:
     wd: float = 1e-5  # coefficient of the regulariser wd·‖Δw‖₂ (TAFT only)
     radius: float | None = None  # PGD: project Δw onto ‖Δw‖₂ ≤ radius after every step (Table 12)
     regime: str = "full"
+    rank: int = 8  # Adapter bottleneck / LoRA rank (Table 11)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -57,6 +60,9 @@ class FitSpec:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
         if self.method == "fc" and self.tuned != 0:
             object.__setattr__(self, "tuned", 0)
+        if self.method in peft.METHODS and (self.tuned < 1 or self.regime != "full"):
+            raise ValueError(f"{self.method} needs tuned >= 1 and regime 'full' (it trains its own weights and the "
+                             f"head), got tuned={self.tuned}, regime={self.regime!r}")
         object.__setattr__(self, "decay_at", tuple(self.decay_at))
 
     def with_(self, **kw) -> "FitSpec":
@@ -153,6 +159,11 @@ def make_model(vit: ViT, spec: FitSpec, classes: int, init_seed: int, output: st
         model = TangentTail(base, spec.tuned, cls=spec.cls, output=output, cls_seed=init_seed)
     else:
         model = PlainTail(base, spec.tuned)
+    if spec.method in peft.METHODS:
+        peft.attach(model, spec.method, spec.rank, init_seed)
+        for name, p in model.named_parameters():
+            p.requires_grad_(peft.is_trainable(name, spec.method))
+        return model
     select(model, "head" if spec.method == "fc" else spec.regime)
     return model
 

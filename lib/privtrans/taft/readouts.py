@@ -92,6 +92,29 @@ def composition(runs: pd.DataFrame, max_abs_diff: float | None) -> dict:
     return out
 
 
+def table11_peft(runs: pd.DataFrame) -> dict:
+    """``runs``: one row per (task, shards, method in {TAFT, Adapter, LoRA, Soup}, seed) with
+    ``accuracy`` and, where measured, ``composed_minus_ensemble`` (the largest |composed − ensemble|
+    logit). TAFT against each other method per (task, N) as a paired 95 % interval across seeds."""
+    seeds = _seeds(runs)
+    others = [m for m in ("Adapter", "LoRA", "Soup") if m in set(runs.method)]
+    gap = runs.groupby("method").composed_minus_ensemble.max() if "composed_minus_ensemble" in runs else {}
+    out = {"seeds": seeds, "cells": {}, "composed_minus_ensemble": {m: num(gap.get(m)) for m in ["TAFT", *others]}}
+    for t in sorted(runs.task.unique()):
+        for n in sorted(runs.shards.unique().tolist()):
+            a = per_seed(runs, seeds, task=t, shards=n, method="TAFT")
+            for m in others:
+                b = per_seed(runs, seeds, task=t, shards=n, method=m)
+                out["cells"][f"{t} N={n} vs {m}"] = dict(paired_difference(a, b).as_dict(), taft=mean(a), other=mean(b))
+    for m in ("Adapter", "LoRA"):
+        held = [c["held"] for k, c in out["cells"].items() if k.endswith(f"vs {m}")]
+        key = m.lower()
+        out[f"taft_beats_{key}_cells"] = sum(h is True for h in held)
+        out[f"{key}_cells_total"] = len(held)
+        out[f"taft_beats_{key}_everywhere"] = None if not held or any(h is None for h in held) else all(held)
+    return out
+
+
 def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtraction_error: float | None,
                margin: float = 0.05) -> dict:
     """``curves``: (task, seed, removed, method in {TAFT, SISA}, accuracy), each the mean over random

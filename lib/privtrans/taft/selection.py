@@ -13,7 +13,7 @@ import itertools
 
 import pandas as pd
 
-from .experiments import Bench, spec_from
+from .experiments import Bench, fit_runs, spec_from
 from .finetune import FitSpec
 
 
@@ -33,14 +33,15 @@ def describe(spec: FitSpec) -> str:
     if spec.method == "taft":
         parts += [f"κ={spec.kappa:g}" if spec.loss == "rsl" else spec.loss.upper(), f"PT={'T' if spec.pt else 'F'}",
                   f"CLS={'T' if spec.cls else 'F'}"]
+    if spec.method in ("adapter", "lora"):
+        parts.append(f"r={spec.rank}")
     return ", ".join(parts)
 
 
 def select(bench: Bench, task: str, specs: list[FitSpec], seed: int) -> tuple[FitSpec, pd.DataFrame]:
     """(best spec, one row per candidate with its validation accuracy); ties go to the first listed."""
     rows = []
-    for s in specs:
-        r = bench.fit_run(task, s, seed, split="val")
+    for s, r in zip(specs, fit_runs(bench, [(task, s, seed, "val") for s in specs])):
         rows.append({"config": describe(s), "val_accuracy": r["accuracy"], "seconds": r["seconds"], "spec": s})
     df = pd.DataFrame(rows)
     best = df.loc[df.val_accuracy.idxmax(), "spec"]
@@ -53,18 +54,20 @@ def tuned_runs(bench: Bench, tasks: list[str], methods: dict, schedule: dict, se
     winner at every seed. ``extra``: {name: settings} run at every seed without selection (the
     paper's own setting). Returns (runs: task, method, seed, accuracy, seconds, config;
     selection: task, method, config, val_accuracy)."""
-    runs, sel = [], []
     jobs = [(t, m) for t in tasks for m in methods] + [(t, m) for t in tasks for m in (extra or {})]
-    it = jobs if progress is None else progress(jobs)
-    for task, name in it:
-        if name in methods:
-            best, grid = select(bench, task, grid_specs(methods[name], schedule), seeds[0])
-            sel.append(grid.assign(task=task, method=name, chosen=grid.config == describe(best)))
+    # every grid point, then every chosen setting at every seed, on every core (privtrans.book.workers)
+    fit_runs(bench, [(t, s, seeds[0], "val") for t, m in jobs if m in methods
+                     for s in grid_specs(methods[m], schedule)], progress)
+    best, sel = {}, []
+    for t, m in jobs:
+        if m in methods:
+            best[t, m], grid = select(bench, t, grid_specs(methods[m], schedule), seeds[0])
+            sel.append(grid.assign(task=t, method=m, chosen=grid.config == describe(best[t, m])))
         else:
-            best = spec_from({**schedule, **extra[name]})
-        for s in seeds:
-            r = bench.fit_run(task, best, s)
-            runs.append({"task": task, "method": name, "seed": s, "accuracy": r["accuracy"], "seconds": r["seconds"],
-                         "config": describe(best)})
+            best[t, m] = spec_from({**schedule, **extra[m]})
+    cells = [(t, m, s) for t, m in jobs for s in seeds]
+    results = fit_runs(bench, [(t, best[t, m], s, "test") for t, m, s in cells], progress)
+    runs = [{"task": t, "method": m, "seed": s, "accuracy": r["accuracy"], "seconds": r["seconds"],
+             "config": describe(best[t, m])} for (t, m, s), r in zip(cells, results)]
     selection = pd.concat(sel, ignore_index=True) if sel else pd.DataFrame()
     return pd.DataFrame(runs), selection

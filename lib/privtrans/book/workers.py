@@ -1,0 +1,83 @@
+"""Fill the run cache from several processes: independent, cached runs on every core.
+
+A notebook runs one kernel with one torch thread (two threads on a shared 2-core box ran far slower
+than one), which leaves the other core idle while it trains, say, 36 sets of shard models that do
+not depend on each other. ``in_parallel`` runs such calls in forked worker processes, one torch
+thread each; every call stores its result in the run cache (``RunCache.get_or_make`` writes whole
+files by rename, so workers never see each other's half-written entries), and the notebook's own
+loop then reads the results back as cache hits, in its own order. Results are the same as a
+sequential run: each call is deterministic given its own seed.
+
+Workers: ``$PRIVTRANS_WORKERS`` if set, else the cores this process may use, at most 2 (the book's
+target machine). The standard library's pool rather than joblib: joblib's default backend pickles
+the calls, and these are closures over a notebook's in-memory data, which ``fork`` shares for free.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Callable, Iterable
+
+WORKERS_ENV = "PRIVTRANS_WORKERS"
+MAX_DEFAULT = 2
+_PENDING: list[Callable[[], object]] = []
+
+
+def default_workers() -> int:
+    raw = os.environ.get(WORKERS_ENV)
+    if raw is not None:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"${WORKERS_ENV} must be a positive integer, got {raw!r}")
+        return n
+    return max(1, min(MAX_DEFAULT, len(os.sched_getaffinity(0))))
+
+
+class _Sized:
+    """An iterator with a length, so that a progress bar knows its total."""
+
+    def __init__(self, it, n: int):
+        self.it, self.n = it, n
+
+    def __iter__(self):
+        return iter(self.it)
+
+    def __len__(self):
+        return self.n
+
+
+def _run(i: int) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    _PENDING[i]()
+    return i
+
+
+def in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = None, progress=None) -> None:
+    """Run zero-argument ``calls`` (each filling the run cache) on ``workers`` processes; their return
+    values are dropped. ``progress``: wraps a sized iterable, as ``progress_bar.steps`` does. Falls back to
+    running in this process with one worker, one call, or where ``fork`` is not available."""
+    global _PENDING
+    calls = list(calls)
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers}")
+    wrap = progress or (lambda it: it)
+    if workers == 1 or len(calls) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        for c in wrap(calls):
+            c()
+        return
+    if _PENDING:
+        raise RuntimeError("in_parallel is not re-entrant: a worker may not start workers of its own")
+    _PENDING = calls
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(calls)), maxtasksperchild=None) as pool:
+            for _ in wrap(_Sized(pool.imap_unordered(_run, range(len(calls))), len(calls))):
+                pass
+    finally:
+        _PENDING = []

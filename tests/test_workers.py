@@ -1,0 +1,53 @@
+"""Filling the run cache on every core: calls really run in other processes, their cache entries
+are what a sequential run stores, a failing call fails the caller, bad settings are named."""
+
+import os
+
+import pytest
+import torch
+
+from privtrans.book import workers
+from privtrans.book.runcache import RunCache
+
+
+def _entry(cache: RunCache, i: int):
+    def make():
+        g = torch.Generator().manual_seed(i)
+        return {"pid": os.getpid(), "x": torch.randn(4, generator=g)}
+
+    return cache.get_or_make("job", {"i": i}, make)[0]
+
+
+def test_calls_run_in_worker_processes_and_fill_the_cache_as_a_sequential_run(tmp_path):
+    par, seq = RunCache("t", tmp_path / "par"), RunCache("t", tmp_path / "seq")
+    seen = []
+    workers.in_parallel([lambda i=i: _entry(par, i) for i in range(6)], workers=2,
+                        progress=lambda it: (seen.append(len(it)), it)[1])
+    workers.in_parallel([lambda i=i: _entry(seq, i) for i in range(6)], workers=1)
+    assert seen == [6]  # the progress bar knows the total
+    got = [_entry(par, i) for i in range(6)]  # cache hits now
+    assert par.hits == 6 and par.misses == 0
+    assert {g["pid"] for g in got} - {os.getpid()}, "no call ran in a worker process"
+    assert all(g["pid"] == os.getpid() for g in (_entry(seq, i) for i in range(6)))
+    assert all(torch.equal(g["x"], _entry(seq, i)["x"]) for i, g in enumerate(got))
+
+
+def _boom():
+    raise ArithmeticError("job 3 failed")
+
+
+def test_a_failing_call_fails_the_caller():
+    with pytest.raises(ArithmeticError, match="job 3 failed"):
+        workers.in_parallel([lambda: None, _boom, lambda: None], workers=2)
+
+
+def test_bad_worker_counts_are_named(monkeypatch):
+    monkeypatch.setenv(workers.WORKERS_ENV, "two")
+    with pytest.raises(ValueError, match="PRIVTRANS_WORKERS must be a positive integer, got 'two'"):
+        workers.default_workers()
+    monkeypatch.setenv(workers.WORKERS_ENV, "3")
+    assert workers.default_workers() == 3
+    monkeypatch.delenv(workers.WORKERS_ENV)
+    assert 1 <= workers.default_workers() <= workers.MAX_DEFAULT
+    with pytest.raises(ValueError, match="workers must be a positive integer"):
+        workers.in_parallel([lambda: None], workers=0)
