@@ -62,10 +62,47 @@ def test_the_module_needs_neither_torch_nor_jax_and_keeps_merges_epsilon():
             "    if name.split('.')[0] in ('torch', 'jax', 'crypten'): raise ImportError(name)\n"
             "    return real(name, *a, **k)\n"
             "builtins.__import__ = guard\n"
+            "import privtrans.mpc_attention.encoder_ops\n"
             "import privtrans.mpc_attention.normalisers as N; print(N.DENOM_EPS)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) == DENOM_EPS
+
+
+def _small_teacher(vocab=40, seed=0):
+    from privtrans.mpc_attention import encoder as E
+
+    torch.manual_seed(seed)
+    model = E.TinyEncoder(E.EncoderConfig(vocab_size=vocab, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=12))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))  # away from the 0.02-std initialisation
+    return model.eval()
+
+
+def test_the_spu_encoder_is_the_chapters_encoder():
+    """``encoder_ops.forward`` (SPU's whole model) equals ``encoder.forward`` on one unpadded
+    sentence for every attention and activation."""
+    from privtrans.mpc_attention import attention as A
+    from privtrans.mpc_attention import encoder as E
+    from privtrans.mpc_attention import encoder_ops as EO
+
+    model = _small_teacher()
+    state = {k: v.double() for k, v in model.state_dict().items()}
+    ids = torch.tensor([[2, 7, 11, 5, 30, 8, 9, 3]])
+    onehot = torch.nn.functional.one_hot(ids[0], 40).double()
+    fits = {"softmax": (1.3, 0.4), "2quad": (60.0, 0.8)}
+    assert EO.LN_EPS == E.LN_EPS and EO.ACTIVATIONS == A.ACTIVATIONS
+    for att in A.ATTENTIONS:
+        for act in A.ACTIVATIONS:
+            const = fits[A.FREEDIV[att]] if att in A.FREEDIV else None
+            m = model.converted(att, act, const).double()
+            want = m(ids, torch.ones(1, 8))["logits"]
+            got = EO.forward(state, onehot, m.cfg.to_dict(), N.TorchOps(), EO.fits_from(fits))
+            # float64 throughout, but attention.power_law evaluates f(n) in float32: ~1e-7 apart
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=f"{att}+{act}")
+    with pytest.raises(ValueError, match="activation must be one of"):
+        EO.activation(torch.ones(2), "swish", N.TorchOps())
 
 
 def test_spu_runs_the_same_formulas_in_its_own_environment():
@@ -88,3 +125,12 @@ def test_spu_runs_the_same_formulas_in_its_own_environment():
         assert rows[child]["bytes"] < rows[parent]["bytes"] and rows[child]["rounds"] < rows[parent]["rounds"]
     with pytest.raises(ValueError, match="protocol must be one of"):
         spu.normaliser_cost(["softmax"], [8], 1, 0, "CHEETAH")
+    model = _small_teacher()
+    combos = [("softmax", "gelu"), ("2quad_freediv", "quad")]
+    rows = {(r["attention"], r["activation"]): r
+            for r in spu.model_cost(model.state_dict(), model.cfg.to_dict(), combos, 8,
+                                    {"softmax": (1.0, 0.3), "2quad": (80.0, 0.7)}, 0, "ABY3")}
+    for r in rows.values():  # whole model, secure logits against the same function in plaintext
+        assert r["max_abs_err"] < 5e-2 * max(1.0, r["max_abs_plain"]), r
+    cheap, full = rows["2quad_freediv", "quad"], rows["softmax", "gelu"]
+    assert cheap["bytes"] < full["bytes"] and cheap["rounds"] < full["rounds"]

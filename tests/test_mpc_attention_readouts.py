@@ -74,3 +74,24 @@ def test_table5_equal_work_judges_nothing():
     s = {k: {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.7, seconds=sec, examples_x_epochs=100)}
          for k, sec in (("a", 1), ("b", 2))}
     assert readouts.table4_5_tasks(t, s)["time_follows_work"] is None
+
+
+def spu_rows(scale=1.0, err=1e-3):
+    """Whole-model SPU rows: Softmax+GeLU costs 10x the converted model's rounds and bytes (x ``scale``)."""
+    cost = {("softmax", "gelu"): (400, 4e6), ("2quad", "quad"): (90, 1.5e6), ("scaling", "quad"): (60, 1e6),
+            ("2quad_freediv", "quad"): (40 * scale, 4e5 * scale)}
+    return [{"attention": a, "activation": f, "rounds": r, "bytes": b, "protocol": "ABY3", "max_abs_err": err,
+             "max_abs_plain": 2.0} for (a, f), (r, b) in cost.items()]
+
+
+def test_spu_whole_model_readouts_and_claims():
+    r = readouts.spu_schemes(spu_rows())
+    assert r["spu_best_speedup_lan"] == pytest.approx(10.0, rel=0.05)
+    assert verdict("t3_speedup_spu_aby3", r) is True
+    assert verdict("t6_faster_than_mpcformer_spu_aby3", r) is True
+    assert verdict("spu_model_equals_plaintext", r) is True
+    slow = readouts.spu_schemes(spu_rows(scale=6.0, err=0.5))  # converted model only 1.7x faster, off by 25 %
+    assert verdict("t3_speedup_spu_aby3", slow) is False
+    assert verdict("t6_faster_than_mpcformer_spu_aby3", slow) is False
+    assert verdict("spu_model_equals_plaintext", slow) is False
+    assert readouts.spu_schemes([])["spu_best_speedup_lan"] is None

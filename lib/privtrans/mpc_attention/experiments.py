@@ -97,3 +97,13 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 3
     mask = [[1.0] * length]
     res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)[0]
     return {k: v["cost"] for k, v in res.items()}
+
+
+def spu_model_costs(t: dict, combos, length: int, seed: int, protocol: str = "ABY3") -> list[dict]:
+    """Whole-model secure inference of each (attention, activation) in SecretFlow SPU (the paper's
+    framework; ``privtrans.mpc_attention.spu.model_cost``) with the teacher's weights and f(n)
+    constants, one sentence of ``length`` tokens. As in ``secure_costs``, cost does not depend on
+    the weights; the error against plaintext does, so the teacher's are used."""
+    from . import spu
+
+    return spu.model_cost(t["state"], t["cfg"], combos, length, t["const"], seed, protocol)

@@ -91,6 +91,43 @@ class TorchOps:
     def reciprocal(s):
         return s.reciprocal()
 
+    # what ``encoder_ops.forward`` adds: the rest of a whole model
+    @staticmethod
+    def tanh(x):
+        return x.tanh()
+
+    @staticmethod
+    def rsqrt(x):
+        return x.rsqrt()
+
+    @staticmethod
+    def rowmean(x):
+        return x.mean(-1, keepdim=True)
+
+    @staticmethod
+    def colmean(x):
+        return x.mean(-2, keepdim=True)
+
+    @staticmethod
+    def matmul(a, b):
+        return a @ b
+
+    @staticmethod
+    def t(x):
+        return x.transpose(-1, -2)
+
+    @staticmethod
+    def n_rows(x):
+        return x.shape[-2]
+
+    @staticmethod
+    def heads(x, h: int, dh: int):
+        return x.reshape(x.shape[0], h, dh).permute(1, 0, 2)
+
+    @staticmethod
+    def merge(x, d: int):
+        return x.permute(1, 0, 2).reshape(x.shape[1], d)
+
 
 class JaxOps:
     """jax.numpy: plaintext, or traced by SPU into its protocol's exp, max and reciprocal."""
@@ -123,6 +160,37 @@ class JaxOps:
     @staticmethod
     def reciprocal(s):
         return 1.0 / s
+
+    def tanh(self, x):
+        return self.jnp.tanh(x)
+
+    def rsqrt(self, x):
+        import jax
+
+        return jax.lax.rsqrt(x)
+
+    def rowmean(self, x):
+        return self.jnp.mean(x, axis=-1, keepdims=True)
+
+    def colmean(self, x):
+        return self.jnp.mean(x, axis=-2, keepdims=True)
+
+    @staticmethod
+    def matmul(a, b):
+        return a @ b
+
+    def t(self, x):
+        return self.jnp.swapaxes(x, -1, -2)
+
+    @staticmethod
+    def n_rows(x):
+        return x.shape[-2]
+
+    def heads(self, x, h: int, dh: int):
+        return self.jnp.transpose(x.reshape(x.shape[0], h, dh), (1, 0, 2))
+
+    def merge(self, x, d: int):
+        return self.jnp.transpose(x, (1, 0, 2)).reshape(x.shape[1], d)
 
 
 def normalise(x, kind: str, ops, fits: dict | None = None):

@@ -100,6 +100,22 @@ def tables2_6_schemes(teacher_metric, students: dict, costs: dict, n_seeds: int 
     }
 
 
+def spu_schemes(rows: list[dict]) -> dict:
+    """Tables 2, 3, 6 in SecretFlow SPU (``experiments.spu_model_costs`` rows): LAN-model speed-up
+    of each combination over Softmax + GeLU, and the ratios the claims read."""
+    from .cost import NETWORKS, latency
+
+    lan = {f"{r['attention']}+{r['activation']}": latency(r["bytes"], r["rounds"], **NETWORKS["LAN"]) for r in rows}
+    base = lan.get("softmax+gelu")
+    speed = {k: ratio(base, v) for k, v in lan.items()}
+    best = "2quad_freediv+quad"
+    return {"spu_protocol": rows[0]["protocol"] if rows else None, "spu_speedup_lan": speed,
+            "spu_best_speedup_lan": speed.get(best),
+            "spu_best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
+            "spu_best_over_scaling_lan": ratio(speed.get(best), speed.get("scaling+quad")),
+            "spu_max_rel_error": num(max((r["max_abs_err"] / max(1.0, r["max_abs_plain"]) for r in rows), default=None))}
+
+
 def table4_5_tasks(teachers: dict, students: dict) -> dict:
     """Table 4 (before/after distillation per task) and Table 5 (conversion seconds).
 

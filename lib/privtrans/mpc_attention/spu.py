@@ -26,6 +26,31 @@ def python() -> Path:
 
 def normaliser_cost(kinds: list, lengths: list, heads: int, seed: int, protocol: str, timeout: float = 600) -> list[dict]:
     """The rows of ``spu_worker.run`` for one protocol (the CrypTen party function's columns)."""
+    return _run({"kinds": list(kinds), "lengths": list(lengths), "heads": heads, "seed": seed, "protocol": protocol},
+                timeout)
+
+
+def model_cost(state: dict, cfg: dict, combos, length: int, fits: dict | None, seed: int, protocol: str,
+               timeout: float = 600) -> list[dict]:
+    """Whole-model secure inference in SPU (``spu_worker.run_encoder``): for each (attention,
+    activation) the bytes, send actions, seconds and error against plaintext of one sentence of
+    ``length`` tokens, with the weights ``state`` (a ``TinyEncoder.state_dict()``) and the freeDiv
+    constants ``fits`` ({'softmax': (a, b), '2quad': (a, b)})."""
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "weights.npz"
+        np.savez(path, **{k: v.detach().cpu().numpy() for k, v in state.items()})
+        keep = {k: cfg[k] for k in ("d_model", "n_heads", "n_layers")}
+        return _run({"mode": "encoder", "weights": str(path), "cfg": keep, "combos": [list(c) for c in combos],
+                     "fits": None if fits is None else {k: list(map(float, v)) for k, v in fits.items()},
+                     "length": length, "seed": seed, "protocol": protocol}, timeout)
+
+
+def _run(spec: dict, timeout: float) -> list[dict]:
+    protocol = spec["protocol"]
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     py = python()
@@ -34,7 +59,6 @@ def normaliser_cost(kinds: list, lengths: list, heads: int, seed: int, protocol:
                                 f"or set {ENV_VAR} to a Python with the pins of requirements-spu.lock")
     lib = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(lib), JAX_PLATFORMS="cpu")
-    spec = {"kinds": list(kinds), "lengths": list(lengths), "heads": heads, "seed": seed, "protocol": protocol}
     proc = subprocess.run([str(py), "-m", "privtrans.mpc_attention.spu_worker"], input=json.dumps(spec),
                           capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:

@@ -2,11 +2,17 @@
 torch), as a subprocess of ``privtrans.mpc_attention.spu``: reads a JSON spec on stdin, prints one
 JSON line of results on stdout.
 
-Spec: {"kinds": [...], "lengths": [...], "heads": 4, "seed": 0, "protocol": "ABY3" | "SEMI2K"}.
-For each (kind, n) the normaliser of ``privtrans.mpc_attention.normalisers`` (the same formula as
-the torch and CrypTen runs, through ``JaxOps``) is compiled by SPU and run by its simulator (all
-parties as threads of this process, talking over in-memory links) on secret scores
-2·N(0, 1) of shape (1, heads, n, n), 64-bit ring.
+Spec, normalisers (Table 1): {"kinds": [...], "lengths": [...], "heads": 4, "seed": 0, "protocol":
+"ABY3" | "SEMI2K"}. For each (kind, n) the normaliser of ``privtrans.mpc_attention.normalisers``
+(the same formula as the torch and CrypTen runs, through ``JaxOps``) is compiled by SPU and run by
+its simulator (all parties as threads of this process, talking over in-memory links) on secret
+scores 2·N(0, 1) of shape (1, heads, n, n), 64-bit ring.
+
+Spec, whole model (Tables 2, 3, 6): {"mode": "encoder", "weights": "<file>.npz", "cfg": {...},
+"combos": [[attention, activation], ...], "fits": {"softmax": [a, b], "2quad": [a, b]}, "length":
+n, "seed": 0, "protocol": ...}. For each combination ``encoder_ops.forward`` runs on a secret
+one-hot sentence of n tokens and the secret weights; the plaintext logits of the same function
+are the reference.
 
 Communication: SPU's runtime prints each party's link totals when ``enable_pphlo_profile`` is set
 ("Link details: total send bytes B, recv bytes R, send actions S, recv actions A") from C++ to
@@ -94,21 +100,58 @@ def run(spec: dict) -> list[dict]:
     for n in spec["lengths"]:
         x = (2.0 * rng.standard_normal((1, spec.get("heads", 4), n, n))).astype(np.float32)
         for kind in spec["kinds"]:
-            fn = sim_jax(sim, lambda s, k=kind: normalise(s, k, ops))
             want = np.asarray(normalise(x.astype(np.float64), kind, ops))
-            t0 = time.perf_counter()
-            out, log = _captured(lambda: fn(x))
-            seconds = time.perf_counter() - t0
-            links = [tuple(map(int, m)) for m in LINK.findall(log)]
-            if len(links) != parties:
-                raise RuntimeError(f"expected {parties} 'Link details' lines from SPU's profiler, found {len(links)}")
+            out, sent, rounds, seconds = _measure(sim, sim_jax, lambda s, k=kind: normalise(s, k, ops), [x], parties)
             rows.append({"kind": kind, "n": n, "heads": spec.get("heads", 4), "protocol": protocol, "parties": parties,
-                         "framework": "SPU",
-                         "bytes": sum(l[0] for l in links), "rounds": max(l[2] for l in links),
-                         "seconds": seconds, "max_abs_err": float(np.abs(np.asarray(out) - want).max()),
-                         "max_abs_plain": float(np.abs(want).max())})
+                         "framework": "SPU", "bytes": sent, "rounds": rounds, "seconds": seconds,
+                         "max_abs_err": float(np.abs(out - want).max()), "max_abs_plain": float(np.abs(want).max())})
+    return rows
+
+
+def _measure(sim, sim_jax, fn, args, parties: int):
+    """(output, bytes summed over parties, largest party's send actions, seconds) of one SPU run."""
+    compiled = sim_jax(sim, fn)
+    t0 = time.perf_counter()
+    out, log = _captured(lambda: compiled(*args))
+    seconds = time.perf_counter() - t0
+    links = [tuple(map(int, m)) for m in LINK.findall(log)]
+    if len(links) != parties:
+        raise RuntimeError(f"expected {parties} 'Link details' lines from SPU's profiler, found {len(links)}")
+    return np.asarray(out), sum(l[0] for l in links), max(l[2] for l in links), seconds
+
+
+def run_encoder(spec: dict) -> list[dict]:
+    from privtrans.mpc_attention import encoder_ops
+
+    protocol = spec.get("protocol", "ABY3")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    parties = 3 if protocol == "ABY3" else spec.get("parties", 2)
+    sim, sim_jax = _simulator(protocol, parties)
+    ops = JaxOps()
+    with np.load(spec["weights"]) as z:
+        weights = {k: z[k].astype(np.float32) for k in z.files}
+    names = sorted(weights)
+    n, vocab = spec["length"], weights["tok.weight"].shape[0]
+    rng = np.random.default_rng(spec.get("seed", 0))
+    ids = np.concatenate([[2], rng.integers(4, vocab, n - 2), [3]])
+    onehot = np.eye(vocab, dtype=np.float32)[ids]
+    fits = encoder_ops.fits_from(spec.get("fits"))
+    rows = []
+    for att, act in spec["combos"]:
+        cfg = dict(spec["cfg"], attention=att, activation=act)
+
+        def fn(x, *w, cfg=cfg):
+            return encoder_ops.forward(dict(zip(names, w)), x, cfg, ops, fits)
+
+        want = np.asarray(fn(onehot.astype(np.float64), *(weights[k].astype(np.float64) for k in names)))
+        out, sent, rounds, seconds = _measure(sim, sim_jax, fn, [onehot] + [weights[k] for k in names], parties)
+        rows.append({"attention": att, "activation": act, "n": n, "protocol": protocol, "parties": parties,
+                     "framework": "SPU", "bytes": sent, "rounds": rounds, "seconds": seconds,
+                     "max_abs_err": float(np.abs(out - want).max()), "max_abs_plain": float(np.abs(want).max())})
     return rows
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(json.load(sys.stdin))))
+    spec = json.load(sys.stdin)
+    print(json.dumps(run_encoder(spec) if spec.get("mode") == "encoder" else run(spec)))
