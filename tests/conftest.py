@@ -14,6 +14,17 @@ IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".
                                 ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
 
 
+@pytest.fixture
+def float64():
+    """Comparisons at float64 tolerance (not the model's precision); the default dtype is restored after."""
+    import torch
+
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PRIVTRANS_ROOT=str(root))
     return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],

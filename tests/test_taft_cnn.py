@@ -10,12 +10,7 @@ from privtrans.taft import cnn as C
 from privtrans.taft import compose
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")  # tests/conftest.py
 
 
 def trained_looking(widths=(3, 4, 5), classes=6, seed=0):

@@ -15,13 +15,7 @@ from privtrans.taft.vit import ViT, ViTConfig, attention
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    """The comparisons at float64 tolerance (not the model's precision); restored after each test."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(old)
+pytestmark = pytest.mark.usefixtures("float64")  # tests/conftest.py
 
 
 def randomise(tangent_module, scale=0.1, seed=0):

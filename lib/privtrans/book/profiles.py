@@ -68,3 +68,13 @@ def settings(chapter: str, experiment: str, profile: str) -> dict:
     out = dict(entry.get("common") or {})
     out.update(entry[profile] or {})
     return out
+
+
+def build(cls, cfg: dict, what: str):
+    """``cls(**cfg)`` for a dataclass ``cls`` built from a profile mapping; an unknown key is an error
+    naming it and the allowed ones (``what`` says which settings, e.g. 'pretraining')."""
+    allowed = set(cls.__dataclass_fields__)
+    unknown = set(cfg) - allowed
+    if unknown:
+        raise ParameterError(f"unknown {what} settings {sorted(unknown)}; allowed: {sorted(allowed)}")
+    return cls(**cfg)

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from privtrans.book import profiles
 from privtrans.book.runcache import RunCache
 
 from . import data as D
@@ -51,10 +52,7 @@ class CNNSpec:
 
     @classmethod
     def from_cfg(cls, cfg: dict) -> "CNNSpec":
-        unknown = set(cfg) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown CNN settings {sorted(unknown)}; allowed: {sorted(cls.__dataclass_fields__)}")
-        return cls(**cfg)
+        return profiles.build(cls, cfg, "CNN")
 
 
 def _stage(cin: int, cout: int, stride: int = 1) -> list[nn.Module]:

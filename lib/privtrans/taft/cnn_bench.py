@@ -20,7 +20,6 @@ from . import compose, data, finetune, losses, tangent
 from .finetune import FitSpec
 
 CODE = [C, finetune, losses, tangent, data, compose]
-SPLITS = ("test", "val")
 
 
 @dataclass
@@ -29,33 +28,24 @@ class CNNBench:
     cnn_seed: int
     task_cfg: dict
     train_per_class: int | None = None
-    val_fraction: float = 0.2  # the ViT bench's validation split (experiments.VAL_FRACTION)
+    val_fraction: float = data.VAL_FRACTION
     cache: RunCache = field(default_factory=lambda: RunCache("taft"))
 
     def __post_init__(self):
         self.spec = C.CNNSpec.from_cfg(self.cnn_cfg)
         self.backbone, self.backbone_cached = C.get_backbone(self.spec, self.cnn_seed, self.cache)
         self.cnn = self.backbone.model()
-        self._tasks, self._feats = {}, {}
+        self._tasks, self._feats = data.TaskSet(self.task_cfg, self.train_per_class), {}
 
     def task(self, name: str) -> data.Task:
-        if name not in self._tasks:
-            self._tasks[name] = data.subset(data.load(name, **(self.task_cfg.get(name) or {})), self.train_per_class)
-        return self._tasks[name]
+        return self._tasks(name)
 
     def split(self, name: str, split: str):
-        """(x_train, y_train, x_eval, y_eval) as stem features: the full training set and the test
-        set ('test'), or the first 80 % of the training set and its last 20 % ('val')."""
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        """``data.evaluation_split`` of the stem features (the ViT bench's splits)."""
         if name not in self._feats:
             t = self.task(name)
             self._feats[name] = (C.features(self.cnn, t.x_train), t.y_train, C.features(self.cnn, t.x_test), t.y_test)
-        x, y, xt, yt = self._feats[name]
-        if split == "test":
-            return x, y, xt, yt
-        k = int(round(len(y) * (1 - self.val_fraction)))
-        return x[:k], y[:k], x[k:], y[k:]
+        return data.evaluation_split(*self._feats[name], split, self.val_fraction)
 
     def prepare(self, name: str, spec: FitSpec) -> None:
         """Compute the stem features now, so that worker processes share them."""

@@ -190,3 +190,31 @@ def subset(task: Task, train_per_class: int | None) -> Task:
     keep = keep.sort().values
     return Task(task.name, task.x_train[keep], task.y_train[keep], task.x_test, task.y_test, task.classes,
                 task.stands_for)
+
+
+SPLITS = ("test", "val")
+VAL_FRACTION = 0.2  # the last fifth of the training set: the validation split for model selection
+
+
+class TaskSet:
+    """A notebook's downstream tasks, each loaded once: ``task_cfg`` {name: generator keywords},
+    ``train_per_class`` the smoke profile's cut (None: all)."""
+
+    def __init__(self, task_cfg: dict, train_per_class: int | None = None):
+        self.task_cfg, self.train_per_class, self._tasks = task_cfg, train_per_class, {}
+
+    def __call__(self, name: str) -> Task:
+        if name not in self._tasks:
+            self._tasks[name] = subset(load(name, **(self.task_cfg.get(name) or {})), self.train_per_class)
+        return self._tasks[name]
+
+
+def evaluation_split(x, y, xt, yt, split: str, val_fraction: float = VAL_FRACTION):
+    """Train and evaluation data of one split: ('test') the full training set and the test set, or
+    ('val') the first 80 % of the training set and its last 20 % (model selection never sees test)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if split == "test":
+        return x, y, xt, yt
+    k = int(round(len(y) * (1 - val_fraction)))
+    return x[:k], y[:k], x[k:], y[k:]

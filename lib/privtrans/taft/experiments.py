@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from privtrans.book import workers
+from privtrans.book import profiles, workers
 from privtrans.book.runcache import RunCache
 
 from . import compose, data, finetune, losses, peft, tangent, vit as vit_module
@@ -24,8 +24,6 @@ from .finetune import FitSpec
 from .pretrain import PretrainSpec, get_backbone
 
 CODE = [finetune, peft, tangent, vit_module, losses, data, compose]
-SPLITS = ("test", "val")
-VAL_FRACTION = 0.2  # the last fifth of the training set: the validation split for model selection
 
 
 def set_threads(n: int = 1) -> None:
@@ -45,12 +43,10 @@ class Bench:
         self.spec = PretrainSpec.from_cfg(self.backbone_cfg)
         self.backbone, self.backbone_cached = get_backbone(self.spec, self.backbone_seed, self.cache)
         self.vit = self.backbone.model()
-        self._tasks, self._feats = {}, {}
+        self._tasks, self._feats = data.TaskSet(self.task_cfg, self.train_per_class), {}
 
     def task(self, name: str) -> data.Task:
-        if name not in self._tasks:
-            self._tasks[name] = data.subset(data.load(name, **(self.task_cfg.get(name) or {})), self.train_per_class)
-        return self._tasks[name]
+        return self._tasks(name)
 
     def features(self, name: str, cut: int):
         """(x_train, y_train, x_test, y_test) as frozen features after ``cut`` blocks."""
@@ -61,15 +57,8 @@ class Bench:
         return self._feats[name, cut]
 
     def split(self, name: str, cut: int, split: str):
-        """Train and evaluation data: ('test') the full training set and the test set, or ('val')
-        the first 80 % of the training set and its last 20 % (model selection never sees test)."""
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        x, y, xt, yt = self.features(name, cut)
-        if split == "test":
-            return x, y, xt, yt
-        k = int(round(len(y) * (1 - VAL_FRACTION)))
-        return x[:k], y[:k], x[k:], y[k:]
+        """``data.evaluation_split`` of the features after ``cut`` blocks."""
+        return data.evaluation_split(*self.features(name, cut), split)
 
     def prepare(self, name: str, spec: FitSpec) -> None:
         """Compute the features ``spec`` starts from now, so that worker processes share them."""
@@ -152,10 +141,7 @@ def spec_from(cfg: dict, **over) -> FitSpec:
     d = dict(cfg, **over)
     if "decay_at" in d:
         d["decay_at"] = tuple(d["decay_at"])
-    unknown = set(d) - set(FitSpec.__dataclass_fields__)
-    if unknown:
-        raise ValueError(f"unknown fine-tuning settings {sorted(unknown)}; allowed: {sorted(FitSpec.__dataclass_fields__)}")
-    return FitSpec(**d)
+    return profiles.build(FitSpec, d, "fine-tuning")
 
 
 def seeds(seed: int, n: int) -> list[int]:

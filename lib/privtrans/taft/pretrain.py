@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from privtrans.book import profiles
 from privtrans.book.runcache import RunCache
 
 from . import data as D
@@ -47,10 +48,7 @@ class PretrainSpec:
 
     @classmethod
     def from_cfg(cls, cfg: dict) -> "PretrainSpec":
-        unknown = set(cfg) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown pretraining settings {sorted(unknown)}; allowed: {sorted(cls.__dataclass_fields__)}")
-        return cls(**cfg)
+        return profiles.build(cls, cfg, "pretraining")
 
     def vit_config(self, classes: int = 10) -> ViTConfig:
         return ViTConfig(image=D.SIDE, patch=self.patch, dim=self.dim, depth=self.depth, heads=self.heads,
