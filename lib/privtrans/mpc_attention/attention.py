@@ -36,6 +36,8 @@ import math
 
 import torch
 
+from privtrans.shared.activations import activation as shared_activation
+
 ATTENTIONS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
 FREEDIV = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}  # variant -> parent
 ACTIVATIONS = ("gelu", "relu", "quad")
@@ -150,14 +152,7 @@ def _need(const, kind):
 
 
 def activation(kind: str, x):
-    """GeLU (tanh form, the 0.044715 constant: the paper's eq. 5 prints 0.047715), ReLU, or Quad.
-
-    Quad = 0.125 x^2 + 0.25 x + 0.5 (MPCFormer's training code, which the paper reuses).
-    """
+    """GeLU (tanh form), ReLU, or Quad = 0.125 x^2 + 0.25 x + 0.5 (MPCFormer's training code, which
+    the paper reuses): ``privtrans.shared.activations``, the one formula MERGE and SPU use too."""
     check_activation(kind)
-    if kind == "quad":
-        return x.square() * 0.125 + x * 0.25 + 0.5
-    if kind == "relu":
-        return x.relu()
-    inner = (x + x.square() * x * 0.044715) * math.sqrt(2.0 / math.pi)
-    return x * (inner.tanh() + 1.0) * 0.5
+    return shared_activation(kind, x)

@@ -3,7 +3,7 @@
 SPU's environment holds no torch, so ``encoder.forward`` (torch and CrypTen) cannot run there. This
 is the same computation, layer for layer, for one unpadded sentence: the client's one-hot tokens
 times the embedding table, public positions, LayerNorm, every block with the attention normaliser
-of ``normalisers`` and the activation below, mean pooling and the head. It imports neither torch
+of ``normalisers`` and the activation of ``privtrans.shared.activations``, mean pooling and the head. It imports neither torch
 nor JAX: ``normalisers.JaxOps`` runs it in SPU, ``normalisers.TorchOps`` in the test that keeps it
 equal to ``encoder.forward`` for every attention and activation (tests/test_mpc_attention.py).
 
@@ -15,22 +15,11 @@ from __future__ import annotations
 
 import math
 
+from privtrans.shared.activations import activation
+
 from .normalisers import PowerLaw, normalise
 
 LN_EPS = 1e-5  # encoder.LN_EPS (a test keeps them equal; this module may not import torch)
-ACTIVATIONS = ("gelu", "relu", "quad")
-GELU_K = 0.044715  # tanh-form GeLU, as attention.activation
-
-
-def activation(x, kind: str, ops):
-    """attention.activation: GeLU (tanh form), ReLU, or MPCFormer's Quad 0.125x² + 0.25x + 0.5."""
-    if kind == "quad":
-        return ops.square(x) * 0.125 + x * 0.25 + 0.5
-    if kind == "relu":
-        return ops.relu(x)
-    if kind == "gelu":
-        return x * (ops.tanh((x + ops.square(x) * x * GELU_K) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5
-    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {kind!r}")
 
 
 def layer_norm(x, g, b, ops):
@@ -57,7 +46,7 @@ def forward(p: dict, onehot, cfg: dict, ops, fits: dict | None = None):
         probs = normalise(scores, cfg["attention"], ops, fits)
         ctx = linear(ops.merge(ops.matmul(probs, v), d), p, pre + "o", ops)
         h = layer_norm(h + ctx, p[pre + "ln1.weight"], p[pre + "ln1.bias"], ops)
-        f = linear(activation(linear(h, p, pre + "f1", ops), cfg["activation"], ops), p, pre + "f2", ops)
+        f = linear(activation(cfg["activation"], linear(h, p, pre + "f1", ops), ops), p, pre + "f2", ops)
         h = layer_norm(h + f, p[pre + "ln2.weight"], p[pre + "ln2.bias"], ops)
     pooled = ops.colmean(h)  # (1, d): every token is real, so the mean over T
     return linear(pooled, p, "head", ops)

@@ -58,6 +58,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from privtrans.shared.activations import activation as shared_activation
+
 ATTENTIONS = ("softmax", "sf2relu", "sf2quad", "thex", "constant")
 ACTS = ("gelu", "quad", "relu")
 NORMS = ("ln", "affine")
@@ -147,21 +149,9 @@ def variant_config(variant: str, base: GPTConfig | None = None, **sizes) -> tupl
 
 
 # ----------------------------------------------------------------------------- functional pieces
-def quad_act(x):
-    """MPCformer's quadratic GeLU stand-in (the MERGE quality model uses it too)."""
-    return 0.125 * x * x + 0.25 * x + 0.5
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
-
-
 def activation(name: str, x):
-    if name == "gelu":
-        return gelu_tanh(x)
-    if name == "quad":
-        return quad_act(x)
-    return F.relu(x)
+    """The secure model's formula (``privtrans.shared.activations``): GeLU (tanh form), Quad, ReLU."""
+    return shared_activation(name, x)
 
 
 def causal_mask(t_q: int, t_k: int, device=None) -> torch.Tensor:

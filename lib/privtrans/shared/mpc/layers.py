@@ -35,9 +35,11 @@ import math
 
 import torch
 
+from privtrans.shared.activations import activation
+from privtrans.shared.models.plain_gpt import DENOM_EPS, MASK_VALUE, TinyGPT, causal_mask
+
 from . import compat
 from .meter import NullMeter
-from privtrans.shared.models.plain_gpt import DENOM_EPS, MASK_VALUE, TinyGPT, causal_mask
 
 SERVER, CLIENT = 0, 1
 LN_NR_ITERS = 10
@@ -107,13 +109,7 @@ class SecureGPT:
 
     def act(self, x):
         with self.meter("Act"):
-            kind = self.cfg.act
-            if kind == "quad":
-                return x.square() * 0.125 + x * 0.25 + 0.5
-            if kind == "relu":
-                return x.relu()
-            inner = (x + x.square() * x * 0.044715) * math.sqrt(2.0 / math.pi)
-            return x * (inner.tanh() + 1.0) * 0.5
+            return activation(self.cfg.act, x)
 
     def _heads(self, x):  # (T, d) -> (H, T, dh)
         T = x.size(0)

@@ -1,0 +1,48 @@
+"""The MPC-friendly activations, written once for every back-end: torch, CrypTen, and JAX (SPU).
+
+Each formula calls only ``square``, ``tanh`` and ``relu`` through an ``ops`` object and otherwise
+``+`` and ``*`` by public constants. ``Methods`` (the default) calls them as tensor methods, which
+``torch.Tensor`` and CrypTen's ``MPCTensor`` share; SPU's JAX front end passes an object with the
+same three functions (``privtrans.mpc_attention.normalisers.JaxOps``). No torch import, so SPU's
+own environment can import it.
+
+- GeLU, tanh form: x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2 (the MPC-attention paper's eq. 5
+  prints 0.047715; 0.044715 is Hendrycks and Gimpel's constant and the one every code base uses);
+- ReLU;
+- Quad: 0.125 x² + 0.25 x + 0.5, MPCFormer's stand-in for GeLU (its training code), which MERGE
+  and the MPC-attention paper reuse.
+"""
+
+from __future__ import annotations
+
+import math
+
+KINDS = ("gelu", "relu", "quad")
+GELU_K = 0.044715
+
+
+class Methods:
+    """The three primitives as tensor methods (torch and CrypTen)."""
+
+    @staticmethod
+    def square(x):
+        return x.square()
+
+    @staticmethod
+    def tanh(x):
+        return x.tanh()
+
+    @staticmethod
+    def relu(x):
+        return x.relu()
+
+
+def activation(kind: str, x, ops=Methods):
+    """``kind`` (``KINDS``) applied to ``x``."""
+    if kind == "quad":
+        return ops.square(x) * 0.125 + x * 0.25 + 0.5
+    if kind == "relu":
+        return ops.relu(x)
+    if kind == "gelu":
+        return x * (ops.tanh((x + ops.square(x) * x * GELU_K) * math.sqrt(2.0 / math.pi)) + 1.0) * 0.5
+    raise ValueError(f"unknown activation {kind!r}: allowed values are {', '.join(KINDS)}")
