@@ -52,28 +52,67 @@ def _cost(rounds, nbytes, norm=10):
 def test_tables2_6_readouts_and_claims():
     costs = {"softmax+gelu": _cost(400, 1e7), "2quad+quad": _cost(200, 5e6), "scaling+quad": _cost(120, 4e6),
              "2quad_freediv+quad": _cost(125, 4e6, norm=100)}
-    students = {k: {"before": 0.5, "after_stage2": 0.7} for k in costs if k != "softmax+gelu"}
-    r = readouts.tables2_6_schemes(0.71, students, costs)
+    after = {"2quad+quad": [0.70, 0.72, 0.69], "scaling+quad": [0.50, 0.51, 0.52], "2quad_freediv+quad": [0.712, 0.721, 0.701]}
+    students = {k: [{"before": b, "after_stage2": a} for a, b in zip(v, (0.50, 0.52, 0.51))] for k, v in after.items()}
+    teachers = [0.71, 0.72, 0.70]
+    r = readouts.tables2_6_schemes(teachers, students, costs, [0, 1, 2])
     assert r["best_speedup_lan"] == pytest.approx((400 * 2e-4 + 1e7 / 1.25e9) / (125 * 2e-4 + 4e6 / 1.25e9))
     assert r["largest_nonlinear_after_conversion"] == "Norm"
+    assert r["after"]["scaling+quad"] == pytest.approx(0.51) and r["teacher_metric"] == pytest.approx(0.71)
     assert verdict("t3_speedup", r) is True and verdict("t6_faster_than_mpcformer", r) is True
-    assert verdict("t3_accuracy_kept", r) is None  # one seed: not judged
+    # student - teacher = [+0.002, +0.001, +0.001]: the interval lies above -1 point
+    assert r["kept"]["mean"] == pytest.approx(0.004 / 3) and verdict("t3_accuracy_kept", r) is True
+    assert verdict("t2_scaling_collapses", r) is True  # 0.51 +- 0.025 lies below 0.55
+    assert verdict("t4_quad_near_chance_before", r) is True  # the best Quad student before is 0.50-0.52
+    # a student 3 points below its teacher on every seed has not kept the accuracy
+    low = {k: [dict(s, after_stage2=t - 0.03) for s, t in zip(v, teachers)] if k == "2quad_freediv+quad" else v
+           for k, v in students.items()}
+    assert verdict("t3_accuracy_kept", readouts.tables2_6_schemes(teachers, low, costs, [0, 1, 2])) is False
+    # Scaling at 0.55 +- 0.05 does not clearly lie below 0.55
+    noisy = dict(students, **{"scaling+quad": [{"before": 0.5, "after_stage2": a} for a in (0.50, 0.55, 0.60)]})
+    assert verdict("t2_scaling_collapses", readouts.tables2_6_schemes(teachers, noisy, costs, [0, 1, 2])) is False
+    one = {k: v[:1] for k, v in students.items()}
+    r1 = readouts.tables2_6_schemes(teachers[:1], one, costs, [0])
+    assert verdict("t3_accuracy_kept", r1) is None  # one seed: not judged
+    assert verdict("t2_scaling_collapses", r1) is None
+
+
+def _runs(pairs, seconds=10, work=100):
+    return [dict(before=b, after_stage2=a, seconds=seconds, examples_x_epochs=work) for b, a in pairs]
 
 
 def test_table4_5_readouts():
-    t = {"a": {"metric": 0.7}, "b": {"metric": 0.6}}
-    s = {"a": {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.7, seconds=10, examples_x_epochs=100)},
-         "b": {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.4, seconds=5, examples_x_epochs=50)}}
-    r = readouts.table4_5_tasks(t, s)
-    assert r["time_follows_work"] and not r["recovered_all"]
-    assert verdict("t4_distillation_recovers", r) is False
+    t = {"mr2": [{"metric": 0.7}] * 3, "pair": [{"metric": 0.6}] * 3}
+    s = {"mr2": {"2quad_freediv+quad": _runs([(0.5, 0.70), (0.52, 0.71), (0.51, 0.69)], 10, 100)},
+         "pair": {"2quad_freediv+quad": _runs([(0.5, 0.40), (0.5, 0.45), (0.5, 0.60)], 5, 50)}}
+    r = readouts.table4_5_tasks(t, s, [0, 1, 2])
+    assert r["time_follows_work"] and r["raised_all"] == {"mr2": True, "pair": False}
+    assert r["after"]["pair"]["2quad_freediv+quad"] == pytest.approx(0.4833, abs=1e-3)
+    assert verdict("t4_distillation_raises_mr2", r) is True
+    assert verdict("t4_distillation_raises_pair", r) is False  # after - before: -0.1, -0.05, +0.1
+
+
+def test_table4_raises_is_judged_per_task_on_the_tasks_teacher():
+    t = {"mr2": [{"metric": 0.7}] * 2, "pair": [{"metric": 0.5}] * 2}
+    s = {k: {"2quad_freediv+quad": _runs([(0.5, 0.7), (0.5, 0.72)])} for k in t}
+    r = readouts.table4_5_tasks(t, s, [0, 1])
+    assert r["teachers_learned"] == {"mr2": True, "pair": False}
+    assert verdict("t4_distillation_raises_mr2", r) is True
+    assert verdict("t4_distillation_raises_pair", r) is None
 
 
 def test_table5_equal_work_judges_nothing():
-    t = {"a": {"metric": 0.7}, "b": {"metric": 0.6}}
-    s = {k: {"2quad_freediv+quad": dict(before=0.5, after_stage2=0.7, seconds=sec, examples_x_epochs=100)}
-         for k, sec in (("a", 1), ("b", 2))}
-    assert readouts.table4_5_tasks(t, s)["time_follows_work"] is None
+    t = {"a": [{"metric": 0.7}], "b": [{"metric": 0.6}]}
+    s = {k: {"2quad_freediv+quad": _runs([(0.5, 0.7)], sec, 100)} for k, sec in (("a", 1), ("b", 2))}
+    assert readouts.table4_5_tasks(t, s, [0])["time_follows_work"] is None
+
+
+def test_per_head_extension_pairs_the_seeds():
+    a = _runs([(0.5, 0.70), (0.5, 0.72)])
+    p = _runs([(0.5, 0.71), (0.5, 0.74)])
+    r = readouts.per_head_extension(a, p)
+    assert r["per_head_minus_all_layers"]["mean"] == pytest.approx(0.015)
+    assert r["per_head_minus_all_layers"]["n"] == 2
 
 
 def spu_rows(scale=1.0, err=1e-3):

@@ -41,3 +41,11 @@ def test_bad_input_is_named():
         paired_difference([1, 2], [1, 2], confidence=95)
     with pytest.raises(TypeError, match="sequence"):
         paired_difference("abc", [1, 2, 3])
+
+
+def test_seeds_are_the_notebooks_seed_and_those_after_it():
+    from privtrans.book.paired import seeds
+
+    assert seeds(3, 2) == [3, 4] and seeds(0, 1) == [0]
+    with pytest.raises(ValueError, match="positive integer"):
+        seeds(0, 0)

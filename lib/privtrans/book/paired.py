@@ -32,6 +32,13 @@ class Paired:
         return asdict(self)
 
 
+def seeds(seed: int, n: int) -> list[int]:
+    """A notebook's paired seeds: ``seed`` (its papermill parameter) and the n − 1 after it."""
+    if n < 1:
+        raise ValueError(f"the number of seeds must be a positive integer, got {n!r}")
+    return [seed + i for i in range(n)]
+
+
 def _floats(xs, name) -> list[float | None]:
     if isinstance(xs, (str, bytes)) or not isinstance(xs, Sequence):
         raise TypeError(f"{name} must be a sequence of per-seed numbers, got {type(xs).__name__}")

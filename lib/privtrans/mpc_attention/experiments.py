@@ -1,5 +1,8 @@
 """The chapter's runs, cached: a teacher per task with its fitted constants, and distilled students.
 
+``converted(tasks, settings, seeds, combos)`` gives, for every task, the teacher and the distilled
+students of every seed, training what the cache lacks on every core (``privtrans.book.workers``);
+the chapter's accuracy claims compare them on paired seeds (``privtrans.book.paired``).
 ``teacher(task_name, settings, seed)`` trains (or reads from ``RunCache("mpc_attention")``) the
 Softmax + GeLU teacher and fits f(n) on its training-split denominators: over all layers (the
 paper) and per layer and head (its future work). Keys include the source of the training code.
@@ -7,8 +10,11 @@ paper) and per layer and head (its future work). Keys include the source of the 
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
+from privtrans.book import workers
 from privtrans.book.runcache import RunCache
 
 from . import data, encoder, fit, train
@@ -74,6 +80,19 @@ def student(name: str, s: dict, seed: int, attention: str, activation: str, per_
     parts = {"task": name, "settings": s, "seed": seed, "attention": attention, "activation": activation,
              "per_head": per_head}
     return RunCache("mpc_attention").get_or_make("student", parts, make, code=CODE)[0]
+
+
+def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, progress=None) -> dict:
+    """{task: {"teachers": [teacher per seed], "students": {"att+act": [student per seed]}}}.
+
+    Teachers first (every student distils from its seed's teacher), then the students, each phase
+    on every core; the results are then read back from the cache in order."""
+    workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
+    workers.in_parallel([partial(student, t, s, sd, a, f, per_head) for t in tasks for a, f in combos for sd in seeds],
+                        progress=progress)
+    return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
+                "students": {f"{a}+{f}": [student(t, s, sd, a, f, per_head) for sd in seeds] for a, f in combos}}
+            for t in tasks}
 
 
 def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 300) -> dict:

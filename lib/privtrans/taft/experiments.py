@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from privtrans.book import profiles, workers
+from privtrans.book.paired import seeds  # noqa: F401  (the notebooks call X.seeds)
 from privtrans.book.runcache import RunCache
 
 from . import compose, data, finetune, losses, peft, tangent, vit as vit_module
@@ -142,11 +143,6 @@ def spec_from(cfg: dict, **over) -> FitSpec:
     if "decay_at" in d:
         d["decay_at"] = tuple(d["decay_at"])
     return profiles.build(FitSpec, d, "fine-tuning")
-
-
-def seeds(seed: int, n: int) -> list[int]:
-    """The notebook's seeds: ``seed`` (the papermill parameter) and the n − 1 after it."""
-    return [seed + i for i in range(n)]
 
 
 def timed(fn, *a, **kw):
