@@ -121,6 +121,15 @@ def fit_runs(bench, jobs: list[tuple], progress=None) -> list[dict]:
     return [bench.fit_run(*job) for job in jobs]
 
 
+def cnn_composed_runs(cbench, jobs: list[tuple], n_shards: int, progress=None) -> list[dict]:
+    """``cbench.composed(task, spec, n_shards, seed)`` for every (task, spec, seed) job of a CNNBench,
+    on every core, in order."""
+    for t, spec, _ in jobs:
+        cbench.prepare(t, spec)
+    workers.in_parallel([partial(cbench.composed, t, spec, n_shards, s) for t, spec, s in jobs], progress=progress)
+    return [cbench.composed(t, spec, n_shards, s) for t, spec, s in jobs]
+
+
 def dp_runs(bench: Bench, jobs: list[tuple], progress=None) -> list[dict]:
     """``bench.dp_run(task, method, regime, dp_spec, seed)`` for every job, on every core, in order."""
     for t in {j[0] for j in jobs}:
