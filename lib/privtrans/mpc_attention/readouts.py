@@ -157,12 +157,14 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
     learned = {k: bool(metric[k] > (0.1 if ts[0].get("cfg", {}).get("n_out") == 1 else 0.55))
                for k, ts in teachers.items()}
     out = {"seeds": list(seeds), "n_seeds": len(seeds), "teacher": metric, "before": {}, "after": {}, "raises": {},
-           "raised_all": {}, "teachers_learned": learned, "conversion_seconds": {}, "examples_x_epochs": {}}
+           "raises_interval": {}, "raised_all": {}, "teachers_learned": learned, "conversion_seconds": {}, "examples_x_epochs": {}}
     for task, ss in students.items():
         out["before"][task] = {k: _mean([s["before"] for s in runs]) for k, runs in ss.items()}
         out["after"][task] = {k: _mean([s["after_stage2"] for s in runs]) for k, runs in ss.items()}
         out["raises"][task] = {k: paired_difference([s["after_stage2"] for s in runs], [s["before"] for s in runs]).as_dict()
                                for k, runs in ss.items() if k.endswith("+quad")}
+        # the table's compact form: [mean, lo, hi] of after − before per Quad student
+        out["raises_interval"][task] = {k: [p["mean"], p["lo"], p["hi"]] for k, p in out["raises"][task].items()}
         held = [p["held"] for p in out["raises"][task].values()]
         out["raised_all"][task] = None if not held or None in held else all(held)
         runs = ss.get("2quad_freediv+quad")
