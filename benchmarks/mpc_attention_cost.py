@@ -2,7 +2,7 @@
 
 Back-ends: CrypTen 2PC (measured, and the closed form it must equal) and CrypTen 3PC replicated
 (measured), and SecretFlow SPU with ABY3 and SEMI2K (measured in its own environment: `make spu`;
-rounds there are the busiest party's send actions). Usage: python benchmarks/mpc_attention_cost.py [--heads 4]
+rounds there are the send actions per party). Usage: python benchmarks/mpc_attention_cost.py [--heads 4]
 """
 
 from __future__ import annotations

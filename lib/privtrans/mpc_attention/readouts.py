@@ -181,7 +181,7 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
 
 def table1_spu(df: pd.DataFrame) -> dict:
     """Table 1 in SecretFlow SPU (``spu.normaliser_cost`` rows with LAN/WAN seconds added), per
-    protocol: freeDiv cheaper than its parent (rounds = send actions of the busiest party, bytes =
+    protocol: freeDiv cheaper than its parent (rounds = send actions per party, bytes =
     all parties' sent bytes), every replacement below Softmax, Softmax freeDiv against 2Quad."""
     out = {}
     for protocol in sorted(df.protocol.unique()):

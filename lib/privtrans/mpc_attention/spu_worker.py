@@ -19,7 +19,10 @@ Communication: SPU's runtime prints each party's link totals when ``enable_pphlo
 this process's stdout. The stock simulator switches profiling off for every party but the first,
 so ``ProfilingSimulator`` runs the parties the same way with profiling on for all; the worker
 points file descriptor 1 at a temporary file around each run and parses it. Reported: the sum of
-the parties' send bytes (all traffic on the network) and the largest party's send actions.
+the parties' send bytes (all traffic on the network) and the parties' send actions per party. Both
+totals are the same in every run of a program, but how they split among the parties is not (in
+ABY3 the busiest party's send actions move by a percent or two from run to run), so the busiest
+party's count would make a ratio near a threshold flip between builds; the mean per party does not.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def run(spec: dict) -> list[dict]:
 
 
 def _measure(sim, sim_jax, fn, args, parties: int):
-    """(output, bytes summed over parties, largest party's send actions, seconds) of one SPU run."""
+    """(output, bytes summed over parties, send actions per party (their mean), seconds) of one SPU run."""
     compiled = sim_jax(sim, fn)
     t0 = time.perf_counter()
     out, log = _captured(lambda: compiled(*args))
@@ -117,7 +120,7 @@ def _measure(sim, sim_jax, fn, args, parties: int):
     links = [tuple(map(int, m)) for m in LINK.findall(log)]
     if len(links) != parties:
         raise RuntimeError(f"expected {parties} 'Link details' lines from SPU's profiler, found {len(links)}")
-    return np.asarray(out), sum(l[0] for l in links), max(l[2] for l in links), seconds
+    return np.asarray(out), sum(l[0] for l in links), sum(l[2] for l in links) / parties, seconds
 
 
 def run_encoder(spec: dict) -> list[dict]:
