@@ -4,6 +4,8 @@
 # make chapter CH=dp_icl   - re-run one chapter (cached notebooks are skipped), rebuild the book
 # make chapters            - the chapter keys as JSON (for CI)
 # make spu                 - SecretFlow SPU's own environment (.venv-spu) for the MPC-attention chapter
+# make stability           - the book again at a disjoint seed set (STABILITY_SEED=100), kept in
+#                            _build/stability/; then the pages show both verdicts per claim
 # make lab                 - JupyterLab on notebooks/: the .md sources open as notebooks (jupytext)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,11 +13,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PROFILE ?= ci
 SEED ?= 0
+STABILITY_SEED ?= 100
 STAMP := $(VENV)/.installed
 SPU_VENV ?= .venv-spu
 SPU_STAMP := $(SPU_VENV)/.installed
 
-.PHONY: book chapter chapters lab test env spu browser clean
+.PHONY: book chapter chapters lab test env spu browser clean stability
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +45,11 @@ book: $(STAMP) $(SPU_STAMP)
 chapter: $(STAMP) $(SPU_STAMP)
 	@test -n "$(CH)" || { echo "usage: make chapter CH=<$$($(PY) -m privtrans.book.chapters keys)>"; exit 2; }
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED) --chapter $(CH)
+
+# not in `make book`: a whole cold build at the other seeds, then the (cached) book shows both verdicts
+stability: $(STAMP) $(SPU_STAMP)
+	$(PY) -m privtrans.book.pipeline.stability --profile $(PROFILE) --seed $(STABILITY_SEED)
+	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED)
 
 # the chapter registry as a JSON list (the CI workflow's matrix); needs no environment
 chapters:

@@ -26,8 +26,12 @@ def test_every_notebook_ran_at_smoke(book):
         assert n["status"] == "ok" and n["profile"] == "smoke" and n["error"] is None, n
         assert set(n) >= {"chapter", "notebook", "profile", "seed", "seconds", "status", "error"}
     for c in summary["claims"]:
-        assert set(c) >= {"chapter", "id", "paper_item", "paper_value", "value", "held", "reason"}
-        assert c["held"] in (True, False, None) and c["reason"]
+        assert set(c) >= {"chapter", "id", "kind", "paper_item", "quote", "where", "paper_value", "value",
+                          "verdict", "reason", "seeds"}
+        assert c["verdict"] in ("held", "contradicted", "inconclusive", "not judged") and c["reason"]
+        assert c["reason"].startswith(c["verdict"]), c  # the reason is the verdict's, computed
+        if c["kind"] == "reproduction":
+            assert c["quote"] and c["where"], c["id"]
     n = len(names)
     done = [ln for ln in proc.stdout.splitlines() if re.match(r"\s+\[\d+/\d+\] \S+\s+\d+\.\ds ", ln)]
     assert len(done) == n and all(f"/{n}]" in ln and re.search(r"\d+\.\ds\s+ok\s+\(elapsed", ln) for ln in done)
@@ -118,7 +122,7 @@ def test_a_chapter_run_before_the_whole_book_ran_leaves_the_html_alone(book):
     its = {c["id"] for c in claims.load(other.chapter, root)["claims"] if c["notebook"] == other.name}
     summary = json.loads((root / "_build" / "summary.json").read_text())
     judged = [c for c in summary["claims"] if c["chapter"] == other.chapter and c["id"] in its]
-    assert all(c["held"] is None for c in judged)  # its stale results.json decides nothing
+    assert all(c["verdict"] == "not judged" for c in judged)  # its stale results.json decides nothing
 
 
 def test_a_broken_notebook_fails_the_build_and_keeps_the_last_book(book):

@@ -83,50 +83,59 @@ def _write_claims(root, text):
 CLAIMS = """
 paper: "A paper"
 claims:
-  - {id: a, paper_item: "Fig 1", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0"}
-  - {id: b, paper_item: "Fig 2", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5",
-     why_not: "too small at ci"}
+  - {id: a, paper_item: "Fig 1", kind: reproduction, quote: "it rises", where: "§1", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0"}
+  - {id: b, paper_item: "Fig 2", kind: reproduction, quote: "it rises a lot", where: "§2", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5",
+     reading: "too small at ci", reading_value: "nb1.x"}
   - {id: c, paper_item: "Fig 3", kind: check, kind_why: "ours", statement: s, paper_value: 1, notebook: nb2, value: "nb2.y", predicate: "nb2.y"}
-  - {id: d, paper_item: "Fig 4", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing"}
-  - {id: e, paper_item: "Fig 5", kind: reproduction, statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2",
+  - {id: d, paper_item: "Fig 4", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing"}
+  - {id: e, paper_item: "Fig 5", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2",
      profiles: [ci, paper]}
 """
 
 
-def test_claims_are_judged_held_not_held_or_not_judged(root):
+def test_claims_are_judged_with_computed_reasons(root):
     _write_claims(root, CLAIMS)
     doc = claims.load("dp_icl", root)
     results = {"nb1": {"profile": "smoke", "values": {"x": 2.0, "d": {"k": 2}}}}
     rows = {r["id"]: r for r in claims.evaluate("dp_icl", doc, results, "smoke")}
-    assert rows["a"]["held"] is True and rows["a"]["value"] == 2.0
-    assert rows["b"]["held"] is False and rows["b"]["reason"] == "too small at ci"
+    assert rows["a"]["verdict"] == "held" and rows["a"]["held"] is True and rows["a"]["value"] == 2.0
+    assert rows["a"]["reason"] == "held: nb1.x = 2 > 0 is true"
+    # the reason names the recorded number, not a sentence written before the build
+    assert rows["b"]["verdict"] == "contradicted" and rows["b"]["held"] is False
+    assert rows["b"]["reason"] == "contradicted: nb1.x = 2 > 5 is false"
+    assert rows["b"]["reading"] == "too small at ci" and rows["b"]["reading_value"] == 2.0
     assert rows["c"]["held"] is None and "has not run" in rows["c"]["reason"]
-    assert rows["d"]["held"] is None and "cannot evaluate" in rows["d"]["reason"]
+    assert rows["d"]["verdict"] == "not judged" and "cannot evaluate" in rows["d"]["reason"]
     assert rows["e"]["held"] is None and "not judged at profile 'smoke'" in rows["e"]["reason"]
+    assert rows["a"]["quote"] == ["it rises"] and rows["a"]["where"] == "§1"
     table = claims.markdown_table(list(rows.values()), "smoke")
-    assert "of the paper's 4 claims reproduced here, 1 held, 1 not held, 2 not judged" in table
-    assert "0 of 1 checks of our own construction passed (0 failed, 1 not judged)" in table
+    assert ("of the paper's 4 claims reproduced here, 1 held, 1 contradicted, 0 inconclusive, 2 not judged"
+            in table)
+    assert "of 1 checks of our own construction, 0 held, 0 contradicted, 0 inconclusive, 1 not judged" in table
+    assert "“it rises” (§1)" in table and "Our reading: too small at ci (recorded: 2)" in table
     assert table.count("\n| ") == 2 + 5, "two tables: two header rows, 4 reproductions and 1 check"
     assert rows["a"]["kind"] == "reproduction" and rows["a"]["seeds"] == [None]
 
 
 def test_a_failed_precondition_is_not_judged_with_its_reason(root):
-    extra = ("  - {id: f, paper_item: F, kind: reproduction, statement: s, paper_value: 1, notebook: nb1, "
+    extra = ("  - {id: f, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, "
              "value: nb1.x, predicate: 'nb1.x > 5', precondition: 'nb1.best > nb1.floor', "
              "precondition_why: 'every model ends at the floor'}\n")
     _write_claims(root, CLAIMS + extra)
     doc = claims.load("dp_icl", root)
     res = {"nb1": {"profile": "ci", "seed": 3, "values": {"x": 2.0, "best": 0.1, "floor": 0.1, "seeds": [3, 4]}}}
     (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
-    assert row["held"] is None and row["reason"] == "not judged: precondition failed: every model ends at the floor"
+    assert row["verdict"] == "not judged"
+    assert row["reason"] == ("not judged: the setting cannot show the effect (every model ends at the floor): "
+                             "nb1.best = 0.1 > nb1.floor = 0.1")
     assert row["seeds"] == [3, 4]
     res["nb1"]["values"]["best"] = 0.2
     (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
-    assert row["held"] is False
+    assert row["verdict"] == "contradicted"
 
 
 def test_a_claim_value_holding_recorded_dicts_is_plain_json(root):
-    extra = ("  - {id: g, paper_item: G, kind: reproduction, statement: s, paper_value: 1, notebook: nb1, "
+    extra = ("  - {id: g, paper_item: G, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, "
              "value: \"{'by': nb1.d, 'both': [nb1.d, nb1.x]}\", predicate: 'nb1.d.k > 1'}\n")
     _write_claims(root, CLAIMS + extra)
     doc = claims.load("dp_icl", root)
@@ -265,6 +274,29 @@ def test_stale_results_of_notebooks_that_did_not_run_decide_nothing(root):
     assert "4 claims reproduced here, 0 held" in (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
 
 
+def test_the_stability_build_is_shown_beside_each_verdict(root):
+    from privtrans.book.pipeline import report
+
+    _write_claims(root, CLAIMS)
+    out = root / "book" / "_generated" / "dp_icl" / "nb1"
+    out.mkdir(parents=True)
+    (out / "results.json").write_text(json.dumps({"profile": "smoke", "values": {"x": 2.0}}))
+    other = {"profile": "smoke", "seed": 100, "claims": [
+        {"chapter": "dp_icl", "id": "a", "kind": "reproduction", "verdict": "contradicted", "reason": "r"}]}
+    path = report.stability_path(root)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(other))
+    rows = {r["id"]: r for r in report.judge_claims(root, "smoke", {("dp_icl", "nb1")}, seed=0)}
+    assert rows["a"]["stability"] == {"seed": 100, "verdict": "contradicted"} and "stability" not in rows["b"]
+    page = (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
+    assert "At the stability seeds" in page and "**contradicted** (seed 100)" in page
+    lines = report.stability_lines({"seed": 0, "claims": [dict(rows["a"], kind="reproduction")]})
+    assert "0 of 1 reproductions keep their verdict" in lines[1]
+    assert any("dp_icl/a | held | contradicted (a defect to explain)" in ln for ln in lines)
+    # a stability build at the book's own seed, or another profile, is not shown
+    assert "stability" not in report.judge_claims(root, "smoke", {("dp_icl", "nb1")}, seed=100)[0]
+
+
 def test_notebook_names_are_checked(root):
     d = root / "notebooks" / "dp_icl"
     d.mkdir(parents=True)
@@ -335,16 +367,21 @@ def test_a_predicate_that_is_none_is_not_judged(root):
 def test_compare_lists_the_verdicts_that_differ():
     from privtrans.book.pipeline import compare
 
-    def summary(held_b, extra=()):
-        rows = [{"chapter": "merge", "id": "a", "held": True, "reason": "r"},
-                {"chapter": "merge", "id": "b", "held": held_b, "reason": f"why {held_b}"}]
+    def summary(b, extra=()):
+        rows = [{"chapter": "merge", "id": "a", "verdict": "held", "reason": "r"},
+                {"chapter": "merge", "id": "b", "verdict": b, "reason": f"why {b}"}]
         return {"profile": "ci", "seed": 0, "claims": rows + list(extra)}
 
-    assert compare.differences(summary(False), summary(False)) == []
-    (line,) = compare.differences(summary(False), summary(None))
-    assert line.startswith("merge/b: not held -> not judged") and "why None" in line
-    extra = [{"chapter": "dp_icl", "id": "c", "held": True, "reason": "r"}]
-    assert compare.differences(summary(True), summary(True, extra)) == ["dp_icl/c: only in the new summary"]
+    assert compare.differences(summary("inconclusive"), summary("inconclusive")) == []
+    (line,) = compare.differences(summary("contradicted"), summary("inconclusive"))
+    assert line.startswith("merge/b: contradicted -> inconclusive") and "why inconclusive" in line
+    extra = [{"chapter": "dp_icl", "id": "c", "verdict": "held", "reason": "r"}]
+    assert compare.differences(summary("held"), summary("held", extra)) == ["dp_icl/c: only in the new summary"]
+    assert compare.count(summary("held")).startswith("2 held, 0 contradicted, 0 inconclusive, 0 not judged")
+    # a summary written before the four verdicts still compares (held True/False/None)
+    old = {"claims": [{"chapter": "merge", "id": "b", "held": False, "reason": "x"}]}
+    assert compare.differences(old, {"claims": [{"chapter": "merge", "id": "b", "verdict": "contradicted",
+                                                 "reason": "y"}]})[0].startswith("merge/b: not held -> contradicted")
 
 
 def test_one_build_at_a_time(root):
@@ -489,20 +526,20 @@ def test_seedflip_compares_one_chapter_and_refuses_a_useless_baseline(tmp_path, 
     from privtrans.book.chapters import ParameterError
     from privtrans.book.pipeline import seedflip
 
-    def claim(ch, cid, held):
-        return {"chapter": ch, "id": cid, "held": held, "reason": f"r{held}"}
+    def claim(ch, cid, verdict):
+        return {"chapter": ch, "id": cid, "verdict": verdict, "reason": f"r{verdict}"}
 
-    old = {"profile": "ci", "seed": 0, "claims": [claim("merge", "a", True), claim("merge", "b", False),
-                                                  claim("dp_icl", "c", True)]}
-    new = {"profile": "ci", "seed": 1, "claims": [claim("merge", "a", True), claim("merge", "b", None),
-                                                  claim("dp_icl", "c", False)]}
+    old = {"profile": "ci", "seed": 0, "claims": [claim("merge", "a", "held"), claim("merge", "b", "contradicted"),
+                                                  claim("dp_icl", "c", "held")]}
+    new = {"profile": "ci", "seed": 1, "claims": [claim("merge", "a", "held"), claim("merge", "b", "not judged"),
+                                                  claim("dp_icl", "c", "inconclusive")]}
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(old))
     monkeypatch.setattr(seedflip, "build_at_seed", lambda root, ch, profile, seed: new)
     assert seedflip.main(["--chapter", "merge", "--against", str(path), "--root", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "merge/b: not held -> not judged" in out and "dp_icl" not in out  # the other chapter is not compared
-    assert "seed 0: 1 held, 1 not held" in out
+    assert "merge/b: contradicted -> not judged" in out and "dp_icl" not in out  # the other chapter is not compared
+    assert "seed 0: 1 held, 1 contradicted, 0 inconclusive, 0 not judged" in out
     with pytest.raises(SystemExit, match="seed 0 already"):
         seedflip.main(["--chapter", "merge", "--seed", "0", "--against", str(path)])
     with pytest.raises(SystemExit, match="profile 'ci', not 'smoke'"):

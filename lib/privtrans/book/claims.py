@@ -8,28 +8,46 @@ appended in file-name order)::
       - id: fig1_falls_with_n                 # unique in the chapter
         paper_item: "Figure 1"                # the table/figure it stands for
         kind: reproduction                    # or check (see below)
-        kind_why: "..."                       # for a check: why it is ours, not the paper's
-        statement: "Excess risk falls with N at every epsilon"
-        paper_value: "monotone decrease"      # the paper's own number or statement (cited by paper_item)
+        quote: "the paper's own words"        # reproduction: verbatim (a string or a list of strings)
+        quote_en: "..."                       # where the paper is not in English: a translation
+        where: "§4.2; Figure 1 caption"       # reproduction: where the quote stands
+        kind_why: "..."                       # check: why it is ours, not the paper's
+        statement: "Excess risk falls with N at every epsilon"   # our operational statement
+        paper_value: "monotone decrease"      # the paper's own number or statement (cited by `where`)
         notebook: fig1_low_dim                # whose results.json it reads
         value: "fig1_low_dim.frac_decreasing" # expression shown as 'this reproduction'
-        predicate: "fig1_low_dim.frac_decreasing >= 0.9"
+        # how the verdict is decided, exactly one of:
+        predicate: "fig1_low_dim.frac_decreasing >= 0.9"   # deterministic: held / contradicted
+        interval: "fig1_low_dim.dp_minus_ridge"  # stochastic: a paired interval or a dict/list of them
+        margin: 0.0                           # with interval: what each cell's difference must clear
+        need: all                             # with interval: all (default), any, or a count of cells
+        effect: 0.02                          # optional: the paper's difference in our units (seeds needed)
+        paper_test: "P('paper_tables', ...) - P(...)"  # optional: the claim on the paper's own numbers
+        deviation: "..."                      # where our test must differ from the paper's sentence: how, why
+        reading: "..."                        # optional explanation ("our reading") ...
+        reading_value: "fig1_low_dim.lr"      # ... with the recorded value it rests on (required with it)
         profiles: [ci, paper]                 # optional: where the claim is judged (default: all)
         precondition: "fig1_low_dim.n_eps > 1"  # optional: the setting can show the effect at all
-        precondition_why: "..."               # optional: shown when the precondition fails
-        why_not: "..."                        # optional: shown when it does not hold
+        precondition_why: "..."               # optional: what the precondition means
 
 Two kinds of claim. A **reproduction** tests a statement of the paper on data this build produced;
-only reproductions count as the paper's claims held. A **check** is true by our construction or is
-a target we set (a closed form equal to a measurement, secure equal to plaintext, a property of our
-data generator); it guards the book, not the paper. A claim whose precondition fails is not judged
-("precondition failed") with the measured reason, never "not held".
+only reproductions count as the paper's claims. A **check** is true by our construction or is a
+target we set; it guards the book, not the paper. Every claim ends in one of four verdicts
+(:mod:`privtrans.book.verdicts`): held, contradicted, inconclusive, not judged, and the reason is
+built from the recorded numbers (the interval, n, margin, the compared values), never written in
+advance. A failed precondition, one seed, another profile or a value that could not be computed
+gives "not judged" with the measured reason.
 
-Expressions see one object per notebook (attribute access to its recorded values), a few
-harmless functions and ``math``'s functions. They are evaluated by simpleeval, which refuses
-imports, names starting with ``_`` and attributes starting with ``_`` (so no ``().__class__``
-escape), not by ``eval``. A claim whose notebook has not run, or whose key is missing, is
-``held: null`` (not judged) with the reason.
+``paper_test`` is the claim's condition on the paper's own point values, read with
+``P(file, col, **filters)`` from ``data/<chapter>/<file>.csv`` (:mod:`privtrans.book.paper_values`):
+for an interval claim it gives the paper's difference(s), judged with the same margin and need as
+exact numbers; for a predicate claim it is the condition itself. The test suite requires it to hold:
+the paper must pass our test of its own claim.
+
+Expressions see one object per notebook (attribute access to its recorded values), a few harmless
+functions and ``math``'s functions. They are evaluated by simpleeval, which refuses imports, names
+starting with ``_`` and attributes starting with ``_`` (so no ``().__class__`` escape), not by
+``eval``.
 """
 
 from __future__ import annotations
@@ -42,18 +60,61 @@ import yaml
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
+from . import verdicts as V
+from .paper_values import PaperValueError, lookup
 from .paths import data_dir
 
 FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len,
              "sum": sum, "round": round, "sorted": sorted}
 # simpleeval refuses module objects; the predicates need math's functions and constants only
 MATH = SimpleNamespace(**{k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
-REQUIRED = ("id", "paper_item", "kind", "statement", "paper_value", "notebook", "value", "predicate")
+REQUIRED = ("id", "paper_item", "kind", "statement", "paper_value", "notebook", "value")
 KINDS = ("reproduction", "check")
+TESTS = ("predicate", "interval")  # exactly one decides the verdict
+ALLOWED = set(REQUIRED) | set(TESTS) | {
+    "quote", "quote_en", "where", "kind_why", "margin", "need", "effect", "paper_test", "deviation",
+    "reading", "reading_value", "profiles", "precondition", "precondition_why", "_file"}
 
 
 class ClaimsFileError(ValueError):
     pass
+
+
+def _problems(c: dict) -> list[str]:
+    """What is wrong with one claim's fields (empty when nothing is)."""
+    out = []
+    miss = [k for k in REQUIRED if k not in c]
+    if miss:
+        out.append(f"lacks {miss}")
+    unknown = sorted(set(c) - ALLOWED)
+    if unknown:
+        out.append(f"has unknown field(s) {unknown}; allowed fields are {', '.join(sorted(ALLOWED - {'_file'}))}")
+    if c.get("kind") not in KINDS:
+        out.append(f"has kind {c.get('kind')!r}; allowed values are {', '.join(KINDS)}")
+    tests = [t for t in TESTS if t in c]
+    if len(tests) != 1:
+        out.append(f"must have exactly one of {', '.join(TESTS)} (has {tests or 'none'})")
+    if "interval" in c:
+        if not isinstance(c.get("margin"), (int, float)) or isinstance(c.get("margin"), bool):
+            out.append("has an interval but no numeric margin (state it, even 0)")
+        need = c.get("need", "all")
+        if not (need in ("all", "any") or (isinstance(need, int) and not isinstance(need, bool) and need >= 1)):
+            out.append(f"has need {need!r}; allowed values are all, any or a positive count of cells")
+        if "effect" in c and not isinstance(c["effect"], (int, float)):
+            out.append(f"has a non-numeric effect {c['effect']!r}")
+    else:
+        for k in ("margin", "need", "effect"):
+            if k in c:
+                out.append(f"has {k} but no interval (it applies to interval claims only)")
+    if c.get("kind") == "reproduction":
+        q = c.get("quote")
+        if not q or not (isinstance(q, str) or (isinstance(q, list) and all(isinstance(x, str) and x for x in q))):
+            out.append("is a reproduction without the paper's words (quote: a string or a list of strings)")
+        if not c.get("where"):
+            out.append("is a reproduction without where its quote stands (where)")
+    if "reading" in c and not c.get("reading_value"):
+        out.append("has a reading but no reading_value (the recorded value the reading rests on)")
+    return out
 
 
 def load(chapter: str, root: Path | None = None) -> dict:
@@ -66,12 +127,9 @@ def load(chapter: str, root: Path | None = None) -> dict:
         doc["claims"] += [dict(c, _file=path.name) for c in part.get("claims", []) or []]
     seen = set()
     for c in doc["claims"]:
-        miss = [k for k in REQUIRED if k not in c]
-        if miss:
-            raise ClaimsFileError(f"{base}/{c.get('_file')}: claim {c.get('id', '?')!r} lacks {miss}")
-        if c["kind"] not in KINDS:
-            raise ClaimsFileError(f"{base}/{c['_file']}: claim {c['id']!r} has kind {c['kind']!r}; "
-                                  f"allowed values are {', '.join(KINDS)}")
+        bad = _problems(c)
+        if bad:
+            raise ClaimsFileError(f"{base}/{c.get('_file')}: claim {c.get('id', '?')!r} " + "; ".join(bad))
         if c["id"] in seen:
             raise ClaimsFileError(f"{base}/{c['_file']}: duplicate claim id {c['id']!r}")
         seen.add(c["id"])
@@ -102,7 +160,7 @@ def expression(text: str, env: dict):
 
 
 EVAL_ERRORS = (AttributeError, KeyError, NameError, TypeError, ValueError, ZeroDivisionError, IndexError,
-               InvalidExpression)
+               InvalidExpression, V.ClaimShapeError)
 
 
 def truth(text: str, env: dict) -> bool:
@@ -115,9 +173,9 @@ def truth(text: str, env: dict) -> bool:
 
 def _cannot(e: Exception) -> str:
     if "NoneType" in str(e):  # a readout returned None: the value could not be computed
-        return ("cannot evaluate: a value this claim reads was not computed in this build "
+        return ("not judged: a value this claim reads was not computed in this build "
                 f"(None; see the notebook); {type(e).__name__}: {e}")
-    return f"cannot evaluate: {type(e).__name__}: {e}"
+    return f"not judged: cannot evaluate: {type(e).__name__}: {e}"
 
 
 def _seeds(res: dict) -> list:
@@ -126,53 +184,107 @@ def _seeds(res: dict) -> list:
     return list(seeds) if isinstance(seeds, (list, tuple)) else [res.get("seed")]
 
 
-def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str) -> list[dict]:
-    """One summary row per claim: {chapter, id, kind, paper_item, paper_value, value, held, reason, seeds}."""
+def decide(c: dict, env: dict) -> tuple[str, str]:
+    """(verdict, computed reason) of one claim over the recorded values in ``env``."""
+    if c.get("precondition"):
+        ready = truth(c["precondition"], env)
+        if not ready:
+            terms = V.explain(c["precondition"], lambda t: expression(t, env))
+            shown = "; ".join(s for t, s in terms if t is not True) or c["precondition"]
+            what = f" ({c['precondition_why']})" if c.get("precondition_why") else ""
+            return V.NOT_JUDGED, f"not judged: the setting cannot show the effect{what}: {shown}"
+    if "interval" in c:
+        value = _plain(expression(c["interval"], env))
+        return V.judge_intervals(value, float(c["margin"]), c.get("need"), c.get("effect"))
+    held = truth(c["predicate"], env)
+    return (V.HELD if held else V.CONTRADICTED), V.predicate_reason(c["predicate"], held,
+                                                                     lambda t: expression(t, env))
+
+
+def quotes(c: dict) -> list[str]:
+    q = c.get("quote") or []
+    return [q] if isinstance(q, str) else list(q)
+
+
+def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
+             root: Path | None = None) -> list[dict]:
+    """One summary row per claim: {chapter, id, kind, paper_item, quote, where, paper_value, value,
+    verdict, held, reason, seeds, ...}; ``held`` is True only for verdict held (None: not judged)."""
     env = {name: _namespace(r.get("values", {})) for name, r in results.items()}
     rows = []
     for c in doc.get("claims", []):
         row = {"chapter": chapter, "id": c["id"], "kind": c["kind"], "paper_item": c["paper_item"],
+               "quote": quotes(c), "quote_en": c.get("quote_en", ""), "where": c.get("where", ""),
                "statement": c["statement"], "paper_value": c["paper_value"],
-               "notebook": c["notebook"], "predicate": c["predicate"],
-               "kind_why": c.get("kind_why", ""), "value": None, "held": None, "reason": "", "seeds": []}
+               "notebook": c["notebook"], "test": c.get("predicate") or c.get("interval"),
+               "margin": c.get("margin"), "need": c.get("need", "all") if "interval" in c else None,
+               "deviation": c.get("deviation", ""), "kind_why": c.get("kind_why", ""),
+               "reading": c.get("reading", ""), "reading_value": None,
+               "value": None, "verdict": V.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
+               "paper_self_test": None}
         rows.append(row)
+        if c.get("paper_test"):
+            try:
+                row["paper_self_test"] = paper_self_test(chapter, c, root)[0]
+            except (PaperValueError, *EVAL_ERRORS) as e:
+                row["paper_self_test"] = f"cannot be evaluated: {e}"
         res = results.get(c["notebook"])
         if res is None:
-            row["reason"] = f"notebook {c['notebook']} has not run in this build"
+            row["reason"] = f"not judged: notebook {c['notebook']} has not run in this build"
             continue
         if res.get("profile") != profile:
-            row["reason"] = f"results are from profile {res.get('profile')!r}, the book was built at {profile!r}"
+            row["reason"] = (f"not judged: results are from profile {res.get('profile')!r}, "
+                             f"the book was built at {profile!r}")
             continue
         row["seeds"] = _seeds(res)
         try:
             row["value"] = _plain(expression(c["value"], env))
-            ready = truth(c["precondition"], env) if c.get("precondition") else True
-            held = truth(c["predicate"], env) if ready else None
+            if c.get("reading_value"):
+                row["reading_value"] = _plain(expression(c["reading_value"], env))
+            verdict, reason = decide(c, env)
         except EVAL_ERRORS as e:
             row["reason"] = _cannot(e)
             continue
         judged = c.get("profiles")
-        if not ready:
-            row["reason"] = ("not judged: precondition failed: "
-                             + (c.get("precondition_why") or f"`{c['precondition']}` is false"))
-        elif judged and profile not in judged:
+        if judged and profile not in judged and verdict != V.NOT_JUDGED:
             row["reason"] = (f"not judged at profile {profile!r} (judged at {', '.join(judged)}); "
-                             f"predicate `{c['predicate']}` would be {held}")
-        else:
-            row["held"] = held
-            row["reason"] = (c.get("why_held") or f"`{c['predicate']}` holds") if held else \
-                (c.get("why_not") or f"`{c['predicate']}` is false")
+                             f"it would read: {reason}")
+            continue
+        row["verdict"], row["reason"] = verdict, reason
+        row["held"] = None if verdict == V.NOT_JUDGED else verdict == V.HELD
     return rows
 
 
+def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[str, str]:
+    """(verdict, reason) of the claim's condition on the paper's own point values (``paper_test``)."""
+    P = lookup(chapter, root)
+    env = {"P": P, "math": MATH}
+    ev = EvalWithCompoundTypes(functions=dict(FUNCTIONS, P=P), names=env)
+    try:
+        value = ev.eval(c["paper_test"])
+    except PaperValueError:
+        raise
+    if "interval" in c:
+        return V.judge_points(value, float(c["margin"]), c.get("need"))
+    if isinstance(value, bool):
+        return (V.HELD if value else V.CONTRADICTED), f"`{c['paper_test']}` is {value} on the paper's numbers"
+    raise V.ClaimShapeError(f"claim {c['id']!r}: a predicate claim's paper_test must be a condition "
+                            f"(True/False), got {value!r}")
+
+
 def tally(rows: list[dict]) -> dict:
-    """Counts per kind: {'reproduction': {'held', 'not_held', 'not_judged', 'total'}, 'check': {...}}."""
+    """Counts per kind: {'reproduction': {'held', 'contradicted', 'inconclusive', 'not_judged', 'total'}, ...}."""
     out = {}
     for kind in KINDS:
-        sub = [r["held"] for r in rows if r.get("kind") == kind]
-        out[kind] = {"held": sub.count(True), "not_held": sub.count(False), "not_judged": sub.count(None),
-                     "total": len(sub)}
+        counts = V.tally([r.get("verdict", V.NOT_JUDGED) for r in rows if r.get("kind") == kind])
+        out[kind] = {k.replace(" ", "_"): n for k, n in counts.items()}
+        out[kind]["total"] = sum(counts.values())
     return out
+
+
+def counts_line(t: dict) -> str:
+    """'12 held, 3 contradicted, 5 inconclusive, 2 not judged' for one kind's tally."""
+    return ", ".join(f"{t[k.replace(' ', '_')]} {k}" for k in V.VERDICTS)
 
 
 def fmt(v) -> str:
@@ -182,6 +294,8 @@ def fmt(v) -> str:
         return str(v)
     if isinstance(v, float):
         return f"{v:.4g}"
+    if isinstance(v, dict) and {"mean", "lo", "hi", "n"} <= set(v):
+        return V.describe_cell("", v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(fmt(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -189,25 +303,105 @@ def fmt(v) -> str:
     return str(v)
 
 
-def markdown_table(rows: list[dict], profile: str) -> str:
-    """The 'paper vs. this reproduction' tables of a chapter page: the paper's claims, then our checks."""
-    mark = {True: "**held**", False: "**not held**", None: "*not judged*"}
+MARK = {V.HELD: "**held**", V.CONTRADICTED: "**contradicted**", V.INCONCLUSIVE: "*inconclusive*",
+        V.NOT_JUDGED: "*not judged*"}
+
+
+def _cell(x) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: list[dict], profile: str, stability: dict | None = None) -> str:
+    """The 'paper vs. this reproduction' tables of a chapter page: the paper's claims, then our checks.
+
+    ``stability``: {claim id: (verdict, reason, seed)} of the same claims built at a disjoint seed set
+    (``make stability``), shown beside each verdict when that build exists."""
     t = tally(rows)
     rep, chk = t["reproduction"], t["check"]
     lines = [f"Built at profile **{profile}**: of the paper's {rep['total']} claims reproduced here, "
-             f"{rep['held']} held, {rep['not_held']} not held, {rep['not_judged']} not judged; "
-             f"{chk['held']} of {chk['total']} checks of our own construction passed "
-             f"({chk['not_held']} failed, {chk['not_judged']} not judged)."]
+             f"{counts_line(rep)}; of {chk['total']} checks of our own construction, {counts_line(chk)}."]
     for kind, title in (("reproduction", "The paper's claims"), ("check", "Checks of this book's construction")):
         sub = [r for r in rows if r.get("kind") == kind]
-        lines += ["", f"**{title}**", "",
-                  "| Paper item | Claim | Paper (cited) | This reproduction | Verdict and why |",
-                  "|---|---|---|---|---|"]
+        head = "| Paper item | The paper says | Our test | Paper (cited) | This reproduction | Verdict and why |"
+        if stability is not None:
+            head += " At the stability seeds |"
+        lines += ["", f"**{title}**", "", head, "|" + "---|" * (6 + (stability is not None))]
         for r in sub:
-            claim = r["statement"] + (f" *(a check: {r['kind_why']})*" if r.get("kind_why") else "")
-            cells = [r["paper_item"], claim, fmt(r["paper_value"]), fmt(r["value"]),
-                     f"{mark[r['held']]}: {r['reason']}"]
-            lines.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+            said = " / ".join(f"“{q}”" for q in r.get("quote") or []) or "–"
+            if r.get("quote_en"):
+                said += f" (“{r['quote_en']}”)"
+            if r.get("where"):
+                said += f" ({r['where']})"
+            if r.get("kind_why"):
+                said = f"*a check: {r['kind_why']}*"
+            ours = r["statement"]
+            if r.get("deviation"):
+                ours += f" *Deviation: {r['deviation']}*"
+            why = f"{MARK[r['verdict']]}: {r['reason']}"
+            if r.get("reading"):
+                why += f" *Our reading: {r['reading']} (recorded: {fmt(r.get('reading_value'))})*"
+            paper = fmt(r["paper_value"])
+            if r.get("paper_self_test"):
+                paper += (" *(the paper's own numbers pass this test)*" if r["paper_self_test"] == V.HELD else
+                          f" *(the paper's own numbers: {r['paper_self_test']})*")
+            cells = [r["paper_item"], said, ours, paper, fmt(r["value"]), why]
+            if stability is not None:
+                other = stability.get(r["id"])
+                cells.append(f"{MARK[other[0]]} (seed {other[2]})" if other else "–")
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         if not sub:
-            lines.append("| – | none | | | |")
+            lines.append("| – | none | | | | |" + (" |" if stability is not None else ""))
+        if kind == "reproduction" and sub:
+            untested = [r["id"] for r in sub if not r.get("paper_self_test")]
+            lines += ["", "The paper's self-test (the claim's condition on the paper's own tabulated numbers, "
+                      f"taken as exact) runs on {len(sub) - len(untested)} of these {len(sub)} claims; "
+                      + (f"the paper tabulates no values to run it on for {', '.join(f'`{i}`' for i in untested)}."
+                         if untested else "every claim has tabulated values.")]
     return "\n".join(lines) + "\n"
+
+
+def lint(chapter: str, root: Path | None = None) -> list[str]:
+    """Problems of a chapter's claims file: its schema, and the paper's self-test where it has one."""
+    try:
+        doc = load(chapter, root)
+    except ClaimsFileError as e:
+        return [str(e)]
+    out = []
+    for c in doc["claims"]:
+        if not c.get("paper_test"):
+            continue
+        try:
+            verdict, reason = paper_self_test(chapter, c, root)
+        except (PaperValueError, *EVAL_ERRORS) as e:
+            out.append(f"{chapter}/{c['id']}: paper_test cannot be evaluated: {type(e).__name__}: {e}")
+            continue
+        if verdict != V.HELD:
+            out.append(f"{chapter}/{c['id']}: the paper fails its own claim: {reason}")
+    return out
+
+
+def main(argv=None) -> int:
+    """python -m privtrans.book.claims [CHAPTER ...]: check claims files and run the paper's self-test."""
+    import sys
+
+    from .chapters import KEYS
+
+    chapters = (sys.argv[1:] if argv is None else argv) or list(KEYS)
+    bad = []
+    for ch in chapters:
+        problems = lint(ch)
+        bad += problems
+        if not problems:
+            doc = load(ch)
+            rep = [c for c in doc["claims"] if c["kind"] == "reproduction"]
+            untested = [c["id"] for c in rep if not c.get("paper_test")]
+            print(f"{ch}: {len(doc['claims'])} claims ({len(rep)} reproductions), "
+                  f"{len(rep) - len(untested)} with a paper self-test that passes; "
+                  f"no tabulated paper values for: {', '.join(untested) or 'none'}")
+    for b in bad:
+        print("PROBLEM", b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -104,7 +104,7 @@ def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start:
             st = dict(st, status="failed", error=f"{nb.label}: {problem}")
         rows.append({k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")})
     ran = {(nb.chapter, nb.name) for nb, r in zip(all_nbs, rows) if r["status"] == "ok"}
-    claim_rows = report.judge_claims(root, profile, ran)
+    claim_rows = report.judge_claims(root, profile, ran, seed)
     summary = report.write_summary(root, profile, seed, rows, claim_rows)
 
     failed = [r for r in rows if r["status"] == "failed"]
@@ -112,8 +112,8 @@ def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start:
     t = claims.tally(claim_rows)
     rep, chk = t["reproduction"], t["check"]
     print(f"\n{len(rows) - len(failed) - len(not_run)}/{len(rows)} notebooks ok in {time.perf_counter() - t_start:.0f}s; "
-          f"the paper's claims: {rep['held']} held, {rep['not_held']} not held, {rep['not_judged']} not judged; "
-          f"checks: {chk['held']} of {chk['total']} passed; summary: {summary.relative_to(root)}")
+          f"the paper's claims: {claims.counts_line(rep)}; "
+          f"checks: {chk['held']} of {chk['total']} held; summary: {summary.relative_to(root)}")
     if failed:
         for r in failed:
             print(f"  FAILED {r['chapter']}/{r['notebook']}: {r['error']}", file=sys.stderr)

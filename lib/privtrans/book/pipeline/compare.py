@@ -1,7 +1,7 @@
 """python -m privtrans.book.pipeline.compare OLD_SUMMARY NEW_SUMMARY: which claim verdicts differ.
 
 Two ``_build/summary.json`` files (say, before and after a change, or at two seeds) side by side:
-one line per claim whose verdict (held / not held / not judged) is not the same, with both reasons;
+one line per claim whose verdict (held / contradicted / inconclusive / not judged) is not the same, with both reasons;
 claims that exist in only one of them are listed too. Exit status 0 when no verdict differs.
 """
 
@@ -11,7 +11,14 @@ import json
 import sys
 from pathlib import Path
 
-WORD = {True: "held", False: "not held", None: "not judged"}
+from ..verdicts import NOT_JUDGED, VERDICTS
+
+WORD = {True: "held", False: "not held", None: NOT_JUDGED}  # summaries written before the four verdicts
+
+
+def verdict(claim: dict) -> str:
+    """A claim's verdict; a summary from before the four verdicts gives held / not held / not judged."""
+    return claim["verdict"] if "verdict" in claim else WORD[claim.get("held")]
 
 
 def verdicts(summary: dict) -> dict[tuple[str, str], dict]:
@@ -26,16 +33,17 @@ def differences(old: dict, new: dict) -> list[str]:
         name = "/".join(key)
         if ca is None or cb is None:
             lines.append(f"{name}: only in the {'new' if ca is None else 'old'} summary")
-        elif ca["held"] is not cb["held"]:
-            lines.append(f"{name}: {WORD[ca['held']]} -> {WORD[cb['held']]}\n"
+        elif verdict(ca) != verdict(cb):
+            lines.append(f"{name}: {verdict(ca)} -> {verdict(cb)}\n"
                          f"    old: {ca['reason']}\n    new: {cb['reason']}")
     return lines
 
 
 def count(summary: dict) -> str:
-    held = [c["held"] for c in summary["claims"]]
-    return (f"{held.count(True)} held, {held.count(False)} not held, {held.count(None)} not judged "
-            f"(profile {summary.get('profile')}, seed {summary.get('seed')})")
+    vs = [verdict(c) for c in summary["claims"]]
+    words = [v for v in (*VERDICTS, "not held") if v in vs or v in VERDICTS]
+    return (", ".join(f"{vs.count(v)} {v}" for v in words)
+            + f" (profile {summary.get('profile')}, seed {summary.get('seed')})")
 
 
 def main(argv=None) -> int:

@@ -17,17 +17,47 @@ from ..runcache import atomic_write, atomic_write_text
 from ..session import load_results, versions
 
 
-def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]]) -> list[dict]:
+SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
+                  "value", "verdict", "held", "reason", "seeds", "margin", "need", "deviation", "reading",
+                  "reading_value")
+
+
+def stability_path(root: Path) -> Path:
+    """Where ``make stability`` leaves the summary of the build at the disjoint seed set."""
+    return root / "_build" / "stability" / "summary.json"
+
+
+def load_stability(root: Path, profile: str, seed: int) -> dict | None:
+    """The stability build's summary, when there is one at this profile and another seed."""
+    path = stability_path(root)
+    if not path.is_file():
+        return None
+    s = json.loads(path.read_text())
+    if s.get("profile") != profile or s.get("seed") == seed:
+        return None
+    return s
+
+
+def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int | None = None) -> list[dict]:
     """Evaluate every chapter's claims and write book/_generated/<chapter>/claims.md.
 
     Only results of notebooks that ran in this build (``ran``: {(chapter, name)}) count: a stale
-    results.json left by a notebook that failed or never ran here must not decide a claim."""
+    results.json left by a notebook that failed or never ran here must not decide a claim. Where
+    ``make stability`` built the book at another seed set, each row shows that build's verdict too."""
+    other = load_stability(root, profile, seed) if seed is not None else None
     rows_all = []
     for ch in CHAPTERS:
         doc = claims.load(ch, root)
         results = {name: r for name, r in load_results(ch, root).items() if (ch, name) in ran}
-        rows = claims.evaluate(ch, doc, results, profile)
-        atomic_write_text(generated_dir(ch, root) / "claims.md", claims.markdown_table(rows, profile))
+        rows = claims.evaluate(ch, doc, results, profile, root)
+        stab = None
+        if other is not None:
+            stab = {c["id"]: (c["verdict"], c["reason"], other["seed"]) for c in other["claims"]
+                    if c["chapter"] == ch and "verdict" in c}
+            for r in rows:
+                if r["id"] in stab:
+                    r["stability"] = {"seed": other["seed"], "verdict": stab[r["id"]][0]}
+        atomic_write_text(generated_dir(ch, root) / "claims.md", claims.markdown_table(rows, profile, stab))
         rows_all += rows
     return rows_all
 
@@ -46,8 +76,8 @@ def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], cl
         "seed": seed,
         "machine": machine(),
         "notebooks": notebooks,
-        "claims": [{k: r[k] for k in ("chapter", "id", "kind", "paper_item", "paper_value", "value", "held",
-                                      "reason", "seeds")}
+        "claims": [{**{k: r.get(k) for k in SUMMARY_FIELDS},
+                    **({"stability": r["stability"]} if r.get("stability") else {})}
                    for r in claim_rows],
     }
     path = atomic_write_text(root / "_build" / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
@@ -69,7 +99,7 @@ def chapter_rows(summary: dict) -> list[dict]:
 
 
 def dashboard_figure(rows: list[dict], path: Path):
-    """The paper's claims per chapter as one stacked bar each: held / not held / not judged."""
+    """The paper's claims per chapter as one stacked bar each: held / contradicted / inconclusive / not judged."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -78,13 +108,14 @@ def dashboard_figure(rows: list[dict], path: Path):
     from ..plotting import subplots
 
     built = [r for r in rows if r["notebooks"]]
-    df = pd.DataFrame([{"chapter": r["chapter"], "held": r["rep_held"], "not held": r["rep_not_held"],
-                        "not judged": r["rep_not_judged"]} for r in built]).set_index("chapter")
+    df = pd.DataFrame([{"chapter": r["chapter"], "held": r["rep_held"], "contradicted": r["rep_contradicted"],
+                        "inconclusive": r["rep_inconclusive"], "not judged": r["rep_not_judged"]}
+                       for r in built]).set_index("chapter")
     fig, ax = subplots(figsize=(6.4, 0.5 + 0.45 * max(1, len(df))))
     if len(df):
-        df.plot.barh(stacked=True, ax=ax, color=["#2a9d8f", "#e76f51", "#b0b0b0"], width=0.7)
+        df.plot.barh(stacked=True, ax=ax, color=["#2a9d8f", "#e76f51", "#e9c46a", "#b0b0b0"], width=0.7)
         ax.invert_yaxis()
-        ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        ax.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     ax.set(xlabel="the paper's claims (reproductions)", ylabel="")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,6 +123,26 @@ def dashboard_figure(rows: list[dict], path: Path):
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def stability_lines(summary: dict) -> list[str]:
+    """The landing page's stability note: how many reproductions keep their verdict at the other seeds."""
+    rows = [c for c in summary["claims"] if c.get("kind") == "reproduction" and c.get("stability")]
+    if not rows:
+        return ["", "No stability build yet (`make stability` builds the book again at a disjoint seed set "
+                "and shows both verdicts here and on every chapter page)."]
+    seed = rows[0]["stability"]["seed"]
+    same = sum(c["verdict"] == c["stability"]["verdict"] for c in rows)
+    flips = [c for c in rows if c["verdict"] != c["stability"]["verdict"]]
+    out = ["", f"**Stability**: built again at seed {seed} (a disjoint seed set), {same} of {len(rows)} "
+           f"reproductions keep their verdict."]
+    if flips:
+        out += ["", "| Claim | Seed " + str(summary["seed"]) + f" | Seed {seed} |", "|---|---|---|"]
+        for c in flips:
+            defect = " (a defect to explain)" if {c["verdict"], c["stability"]["verdict"]} == {"held", "contradicted"} \
+                else ""
+            out.append(f"| {c['chapter']}/{c['id']} | {c['verdict']} | {c['stability']['verdict']}{defect} |")
+    return out
 
 
 def write_status_page(root: Path, summary: dict):
@@ -105,17 +156,21 @@ def write_status_page(root: Path, summary: dict):
              f"{'a GPU' if m.get('gpu') else 'no GPU'}).", "",
              "Only reproductions (statements of the paper tested on data this build produced) count as "
              "the paper's claims; checks guard the book's own construction.", "",
-             "```{image} /book/_generated/status.png", ":alt: the paper's claims per chapter: held, not held, not judged",
+             "```{image} /book/_generated/status.png", ":alt: the paper's claims per chapter: held, contradicted, inconclusive, not judged",
              ":width: 80%", "```", "",
-             "| Chapter | Notebooks run | Paper's claims held | Not held | Not judged | Checks passed | Minutes |",
-             "|---|---|---|---|---|---|---|"]
+             "A reproduction is **held** (the data show what the paper states), **contradicted** (the data "
+             "exclude it), **inconclusive** (the interval across paired seeds cannot tell) or **not judged** "
+             "(the setting cannot show the effect); each chapter page gives the computed reason per claim.", "",
+             "| Chapter | Notebooks run | Held | Contradicted | Inconclusive | Not judged | Checks held | Minutes |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["notebooks"]:
-            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | |")
+            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | | |")
             continue
         lines.append(f"| {{doc}}`/book/{r['chapter']}` | {r['ok']} / {r['notebooks']} | {r['rep_held']} | "
-                     f"{r['rep_not_held']} | {r['rep_not_judged']} | {r['check_held']} / {r['check_total']} | "
-                     f"{r['minutes']:.1f} |")
+                     f"{r['rep_contradicted']} | {r['rep_inconclusive']} | {r['rep_not_judged']} | "
+                     f"{r['check_held']} / {r['check_total']} | {r['minutes']:.1f} |")
+    lines += stability_lines(summary)
     versions = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items())
     lines += ["", f"Packages: {versions}.", "", "| Notebook | Profile | Seconds | Status |", "|---|---|---|---|"]
     for n in summary["notebooks"]:

@@ -46,14 +46,16 @@ def baseline(path: Path, chapter: str, profile: str, seed: int) -> dict:
     return s
 
 
-def build_at_seed(root: Path, chapter: str, profile: str, seed: int) -> dict:
-    with tempfile.TemporaryDirectory(prefix=f"seedflip-{chapter}-") as tmp:
+def build_at_seed(root: Path, chapter: str | list[str], profile: str, seed: int) -> dict:
+    """Build ``chapter`` (one key or a list) at ``seed`` in a temporary copy; its summary."""
+    chapters = [chapter] if isinstance(chapter, str) else list(chapter)
+    with tempfile.TemporaryDirectory(prefix=f"seedflip-{'-'.join(chapters) if len(chapters) < 3 else 'book'}-") as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(root, copy, ignore=COPY_IGNORE)
         env = dict(os.environ, PRIVTRANS_ROOT=str(copy))
         cmd = [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(copy), "--profile", profile,
-               "--seed", str(seed), "--chapter", chapter, "--no-html"]
-        print(f"building {chapter} at profile {profile}, seed {seed} in {copy} ...", flush=True)
+               "--seed", str(seed), "--chapter", ",".join(chapters), "--no-html"]
+        print(f"building {', '.join(chapters)} at profile {profile}, seed {seed} in {copy} ...", flush=True)
         proc = subprocess.run(cmd, cwd=copy, env=env)
         summary = copy / "_build" / "summary.json"
         if proc.returncode != 0 or not summary.is_file():

@@ -1,0 +1,99 @@
+"""Every chapter's claims file against the schema, the paper's own numbers, and the null tests."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from privtrans.book import claims
+from privtrans.book.chapters import KEYS
+from privtrans.book.paper_values import PaperValueError, lookup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def all_claims():
+    """Every claim of the chapters whose files load (a file that does not fails the schema test)."""
+    out = []
+    for ch in KEYS:
+        try:
+            out += [(ch, c) for c in claims.load(ch, ROOT)["claims"]]
+        except claims.ClaimsFileError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("chapter", KEYS)
+def test_every_claims_file_follows_the_schema(chapter):
+    """Quotes and where on every reproduction, one test per claim, no pre-written outcome."""
+    doc = claims.load(chapter, ROOT)  # raises ClaimsFileError naming the claim and the field
+    for c in doc["claims"]:
+        assert "why_not" not in c and "why_held" not in c
+        if c["kind"] == "reproduction":
+            assert claims.quotes(c) and c["where"], c["id"]
+
+
+@pytest.mark.parametrize("chapter,claim", [(ch, c) for ch, c in all_claims() if c.get("paper_test")],
+                         ids=lambda x: x["id"] if isinstance(x, dict) else x)
+def test_the_paper_passes_our_test_of_its_own_claim(chapter, claim):
+    """The claim's condition on the paper's own tabulated point values (taken as exact) holds."""
+    verdict, reason = claims.paper_self_test(chapter, claim, ROOT)
+    assert verdict == "held", f"{chapter}/{claim['id']}: the paper fails its own claim: {reason}"
+
+
+def test_a_paper_test_that_the_paper_fails_is_caught(tmp_path):
+    d = tmp_path / "data" / "dp_icl"
+    d.mkdir(parents=True)
+    (d / "paper_tables.csv").write_text("table,method,value\nT1,ours,80.0\nT1,theirs,81.0\n")
+    c = {"id": "x", "interval": "nb.d", "margin": 0.0,
+         "paper_test": "P('paper_tables', table='T1', method='ours') - P('paper_tables', table='T1', method='theirs')"}
+    assert claims.paper_self_test("dp_icl", c, tmp_path)[0] == "contradicted"
+    assert claims.paper_self_test("dp_icl", dict(c, margin=-2.0), tmp_path)[0] == "held"
+    with pytest.raises(PaperValueError, match="0 rows match"):
+        lookup("dp_icl", tmp_path)("paper_tables", table="T2")
+    with pytest.raises(PaperValueError, match="allowed values are paper_tables"):
+        lookup("dp_icl", tmp_path)("nope")
+
+
+def _readout_tests(chapter):
+    path = ROOT / "tests" / f"test_{chapter}_readouts.py"
+    spec = importlib.util.spec_from_file_location(f"_readouts_{chapter}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("chapter", KEYS)
+def test_every_comparison_has_a_null_test(chapter):
+    """Each "A beats B" claim (an interval against a margin >= 0) is fed A = B plus noise through its
+    readout in the chapter's readout tests, which list it in NULL_TESTED."""
+    comparisons = {c["id"] for c in claims.load(chapter, ROOT)["claims"]
+                   if "interval" in c and c["margin"] >= 0}
+    covered = set(getattr(_readout_tests(chapter), "NULL_TESTED", set()))
+    assert comparisons <= covered, f"{chapter}: no null test for {sorted(comparisons - covered)}"
+    unknown = covered - {c["id"] for c in claims.load(chapter, ROOT)["claims"]}
+    assert not unknown, f"{chapter}: NULL_TESTED names claims that do not exist: {sorted(unknown)}"
+
+
+def test_the_schema_refuses_what_a_reviewer_would_not_sign(tmp_path):
+    d = tmp_path / "data" / "dp_icl"
+    d.mkdir(parents=True)
+    base = ("  - {id: a, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, "
+            "notebook: nb, value: nb.x, ")
+
+    def problems(extra):
+        (d / "claims.yaml").write_text("claims:\n" + base + extra + "}\n")
+        with pytest.raises(claims.ClaimsFileError) as e:
+            claims.load("dp_icl", tmp_path)
+        return str(e.value)
+
+    assert "unknown field(s) ['why_not']" in problems("predicate: nb.x, why_not: 'too small'")
+    assert "exactly one of predicate, interval" in problems("predicate: nb.x, interval: nb.d, margin: 0")
+    assert "exactly one of predicate, interval" in problems("margin: 0")
+    assert "no numeric margin" in problems("interval: nb.d")
+    assert "need 'most'" in problems("interval: nb.d, margin: 0, need: most")
+    assert "reading but no reading_value" in problems("predicate: nb.x, reading: 'under-trained'")
+    assert "applies to interval claims only" in problems("predicate: nb.x, margin: 0")
+    assert "without the paper's words" in problems("predicate: nb.x, quote: ''")

@@ -1,0 +1,99 @@
+"""privtrans.book.verdicts: four verdicts whose reasons come from the numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from privtrans.book import verdicts as V
+from privtrans.book.paired import paired_difference
+
+
+def iv(a, b):
+    return paired_difference(list(a), list(b)).as_dict()
+
+
+def test_a_null_effect_is_never_held():
+    rng = np.random.default_rng(0)
+    held = 0
+    for _ in range(400):  # A = B plus noise: held only by the test's 2.5 % upper-tail error
+        b = rng.normal(size=5)
+        held += V.judge_intervals(iv(b + rng.normal(0, 0.1, 5), b), 0.0)[0] == V.HELD
+    assert held <= 400 * 0.06
+    # an exactly null, symmetric difference is never held, at any seed count
+    for n in (2, 3, 5, 10):
+        d = np.linspace(-1, 1, n)
+        assert V.judge_intervals(iv(d, np.zeros(n)), 0.0)[0] == V.INCONCLUSIVE
+
+
+def test_held_contradicted_inconclusive_and_not_judged():
+    up, down = iv([1, 2, 3, 4, 5], [0, 1, 2, 3, 4.2]), iv([1, 2, 3, 4, 5], [2, 3, 4, 5, 6.1])
+    wide = iv([1, 2, 3], [0.5, 2.2, 1])
+    assert V.judge_intervals(up, 0.0)[0] == V.HELD
+    assert V.judge_intervals(down, 0.0)[0] == V.CONTRADICTED
+    assert V.judge_intervals(wide, 0.0)[0] == V.INCONCLUSIVE
+    assert V.judge_intervals(iv([1], [0]), 0.0)[0] == V.NOT_JUDGED
+    # the margin decides, not the readout's own flag: +0.96 clears -0.5 and 0 but not 2
+    assert V.judge_intervals(up, 2.0)[0] == V.CONTRADICTED
+    # "every cell" is contradicted by one contradicted cell, held only when all clear
+    assert V.judge_intervals({"x": up, "y": down}, 0.0)[0] == V.CONTRADICTED
+    assert V.judge_intervals({"x": up, "y": wide}, 0.0)[0] == V.INCONCLUSIVE
+    assert V.judge_intervals({"x": up, "y": down}, 0.0, need=1)[0] == V.HELD
+    assert V.judge_intervals({"x": up, "y": wide, "z": down}, 0.0, need=2)[0] == V.INCONCLUSIVE
+    assert V.judge_intervals({"x": down, "y": down, "z": wide}, 0.0, need=2)[0] == V.CONTRADICTED
+    assert V.judge_intervals({"t": {"a": up, "b": up}}, 0.0)[0] == V.HELD  # nested cells
+
+
+def test_the_reason_is_built_from_the_interval():
+    wide = iv([1, 2, 3], [0.5, 2.2, 1])
+    verdict, reason = V.judge_intervals(wide, 0.0)
+    assert f"{wide['mean']:+.3g} [{wide['lo']:+.3g}, {wide['hi']:+.3g}]" in reason and "n = 3" in reason
+    assert "contains the margin 0" in reason
+    n = V.seeds_needed(V.sd_of(wide), wide["mean"])
+    assert f"about {n} paired seeds would resolve the observed difference" in reason
+    _, with_paper = V.judge_intervals(wide, 0.0, effect=0.5)
+    assert "the paper's effect (+0.5 beyond the margin)" in with_paper
+
+
+def test_sd_is_recovered_from_the_interval():
+    a, b = [1.0, 2.5, 3.0, 4.2, 5.0], [0.2, 1.0, 2.9, 3.0, 4.8]
+    d = np.subtract(a, b)
+    assert V.sd_of(iv(a, b)) == pytest.approx(np.std(d, ddof=1), rel=1e-9)
+
+
+@pytest.mark.parametrize("d", [0.3, 0.8, 1.5])
+def test_seeds_needed_is_the_smallest_n_with_80_percent_power(d):
+    """Against the non-central t directly: power(n) >= 0.8 > power(n - 1)."""
+    def power(n):
+        crit = stats.t.ppf(0.975, n - 1)
+        nc = d * math.sqrt(n)
+        return stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+
+    n = V.seeds_needed(1.0, d)
+    assert power(n) >= 0.8 - 1e-6 and (n == 2 or power(n - 1) < 0.8)
+
+
+def test_the_paper_values_are_judged_as_exact_points():
+    assert V.judge_points(2.7, 0.0)[0] == V.HELD
+    assert V.judge_points({"a": 1.0, "b": -1.0}, 0.0)[0] == V.CONTRADICTED
+    assert V.judge_points([1.0] * 17 + [-1.0], 0.0, need=17)[0] == V.HELD
+    with pytest.raises(V.ClaimShapeError, match="need must be"):
+        V.judge_points([1.0], 0.0, need=3)
+
+
+def test_predicate_reasons_name_the_compared_values():
+    env = {"x": 1.5, "y": 0.0, "n": 3}
+    ev = lambda t: eval(t, {}, env)  # noqa: E731 (plain eval of test-only literals)
+    assert V.predicate_reason("x > 2 and y < 1", False, ev) == "contradicted: x = 1.5 > 2 is false"
+    assert V.predicate_reason("x > 1 and y < 1", True, ev) == "held: x = 1.5 > 1; y = 0 < 1 are true"
+    assert V.predicate_reason("n == 3", True, ev) == "held: n = 3 == 3 is true"
+
+
+def test_bad_interval_shapes_are_named():
+    with pytest.raises(V.ClaimShapeError, match="paired interval"):
+        V.cells(0.5)
+    with pytest.raises(V.ClaimShapeError, match="cell 'a'"):
+        V.cells({"a": 1.0})
