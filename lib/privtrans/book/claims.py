@@ -20,7 +20,7 @@ appended in file-name order)::
         predicate: "fig1_low_dim.frac_decreasing >= 0.9"   # deterministic: held / contradicted
         interval: "fig1_low_dim.dp_minus_ridge"  # stochastic: a paired interval or a dict/list of them
         margin: 0.0                           # with interval: what each cell's difference must clear
-        need: all                             # with interval: all (default), any, or a count of cells
+        need: all                             # with interval: all (default), any, 'all but K', or a count
         effect: 0.02                          # optional: the paper's difference in our units (seeds needed)
         paper_test: "P('paper_tables', ...) - P(...)"  # optional: the claim on the paper's own numbers
         deviation: "..."                      # where our test must differ from the paper's sentence: how, why
@@ -53,6 +53,7 @@ starting with ``_`` and attributes starting with ``_`` (so no ``().__class__`` e
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -98,8 +99,9 @@ def _problems(c: dict) -> list[str]:
         if not isinstance(c.get("margin"), (int, float)) or isinstance(c.get("margin"), bool):
             out.append("has an interval but no numeric margin (state it, even 0)")
         need = c.get("need", "all")
-        if not (need in ("all", "any") or (isinstance(need, int) and not isinstance(need, bool) and need >= 1)):
-            out.append(f"has need {need!r}; allowed values are all, any or a positive count of cells")
+        if not (need in ("all", "any") or (isinstance(need, int) and not isinstance(need, bool) and need >= 1)
+                or (isinstance(need, str) and re.fullmatch(r"all but \d+", need))):
+            out.append(f"has need {need!r}; allowed values are all, any, 'all but K' or a positive count of cells")
         if "effect" in c and not isinstance(c["effect"], (int, float)):
             out.append(f"has a non-numeric effect {c['effect']!r}")
     else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from scipy import stats
@@ -28,7 +29,8 @@ from scipy import stats
 HELD, CONTRADICTED, INCONCLUSIVE, NOT_JUDGED = "held", "contradicted", "inconclusive", "not judged"
 VERDICTS = (HELD, CONTRADICTED, INCONCLUSIVE, NOT_JUDGED)
 POWER = 0.8  # the power the "seeds needed" figure is computed for (two-sided 5 % test, paired t)
-MAX_SEEDS = 10_000  # beyond this the effect is, for a book, unresolvable: said so rather than printed
+MAX_SEEDS = 10_000
+PAPERS = "the paper's"  # beyond this the effect is, for a book, unresolvable: said so rather than printed
 
 
 class ClaimShapeError(ValueError):
@@ -73,14 +75,19 @@ def cells(value) -> dict[str, Mapping]:
 
 
 def required(need, n_cells: int) -> int:
-    """How many cells must clear the margin: need = 'all' (default), 'any', or an int k <= cells."""
+    """How many cells must clear the margin: need = 'all' (default), 'any', 'all but K' (the paper's
+    "almost all"), or an int k <= cells."""
     if need in (None, "all"):
         return n_cells
     if need == "any":
         return 1
+    m = re.fullmatch(r"all but (\d+)", need) if isinstance(need, str) else None
+    if m and 0 <= int(m.group(1)) < n_cells:
+        return n_cells - int(m.group(1))
     if isinstance(need, int) and not isinstance(need, bool) and 1 <= need <= n_cells:
         return need
-    raise ClaimShapeError(f"need must be 'all', 'any' or an integer from 1 to {n_cells} (the cells), got {need!r}")
+    raise ClaimShapeError(f"need must be 'all', 'any', 'all but K' (K < {n_cells}) or an integer from 1 to "
+                          f"{n_cells} (the cells), got {need!r}")
 
 
 def sd_of(cell: Mapping) -> float | None:
@@ -102,10 +109,25 @@ def seeds_needed(sd: float | None, effect: float | None) -> int | None:
     from statsmodels.stats.power import TTestPower
 
     d = abs(effect) / sd
-    if d < 0.03:  # below this the solver needs > 10 000 seeds
+    # statsmodels' paired/one-sample t power; its solve_power fails to converge at both ends of the range
+    # a book meets, so the smallest n is found by bisection on power. The non-central t gives NaN far in
+    # its tail (d·sqrt(n) > ~10), where the power is 1 to many digits.
+    def power(effect_size, nobs, alpha, alternative):
+        p = TTestPower().power(effect_size=effect_size, nobs=nobs, alpha=alpha, alternative=alternative)
+        return 1.0 if math.isnan(p) and effect_size * math.sqrt(nobs) > 8 else p
+
+    if power(effect_size=d, nobs=2, alpha=0.05, alternative="two-sided") >= POWER:
+        return 2
+    if power(effect_size=d, nobs=MAX_SEEDS, alpha=0.05, alternative="two-sided") < POWER:
         return MAX_SEEDS + 1
-    n = TTestPower().solve_power(effect_size=d, nobs=None, alpha=0.05, power=POWER, alternative="two-sided")
-    return max(2, int(math.ceil(n)))
+    lo, hi = 2, MAX_SEEDS  # power(lo) < POWER <= power(hi); power grows with n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power(effect_size=d, nobs=mid, alpha=0.05, alternative="two-sided") >= POWER:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def cell_verdict(cell: Mapping, margin: float) -> str:
@@ -162,7 +184,7 @@ def judge_intervals(value, margin: float, need=None, effect: float | None = None
             shown = "; ".join(describe_cell(n, cs[n]) for n in names[:6]) + ("; …" if len(names) > 6 else "")
             parts.append(f"{len(names)} {plural} the margin {_g(margin)}: {shown}")
     head = {HELD: f"held: {rule} clear the margin" if total > 1 else "held",
-            CONTRADICTED: "contradicted: the data exclude the paper's statement",
+            CONTRADICTED: "contradicted: the data exclude the claim",
             INCONCLUSIVE: "inconclusive: these seeds cannot tell",
             NOT_JUDGED: "not judged: fewer than two paired seeds"}[verdict]
     reason = f"{head} ({'; '.join(parts)})"
@@ -184,13 +206,15 @@ def _resolve_note(cs, verdicts, margin, effect) -> str:
     if worst is None:
         return "the observed mean equals the margin, so no number of seeds would resolve it at this spread"
     need, name, target, sd = worst
-    whose = "the paper's effect" if effect is not None and effect > margin else "the observed difference"
+    paper = effect is not None and effect > margin
+    whose = f"{PAPERS if paper else 'the observed'} difference ({_g(target)} beyond the margin" + \
+        ("; it points against the paper, so more seeds would tend toward contradicted)" if target < 0 else ")")
     where = f" (cell {name})" if name else ""
     if need > MAX_SEEDS:
-        return (f"{whose} ({_g(target)} beyond the margin) is so small against the paired sd {sd:.3g}{where} "
-                f"that more than {MAX_SEEDS} seeds would be needed")
-    return (f"about {need} paired seeds would resolve {whose} ({_g(target)} beyond the margin) at the "
-            f"observed paired sd {sd:.3g}{where} (80 % power, two-sided 5 %)")
+        return (f"{whose} is so small against the paired sd {sd:.3g}{where} that more than {MAX_SEEDS} seeds "
+                f"would be needed to resolve it")
+    return (f"about {need} paired seeds would resolve {whose} at the observed paired sd {sd:.3g}{where} "
+            f"(80 % power, two-sided 5 %)")
 
 
 def judge_points(value, margin: float, need=None) -> tuple[str, str]:
