@@ -13,6 +13,22 @@ from privtrans.book import claims
 from privtrans.book.session import _jsonable
 from privtrans.dpformer import claim31, readouts
 
+# every "A beats B" claim (an interval against a margin >= 0) whose readout is fed A = B plus noise
+# below (the null tests, at the end of this file); tests/test_claims.py requires the list to be complete
+NULL_TESTED = {
+    "fig2_sharing_beats_untied", "fig2_best_large_batch_lr",
+    "table1_vanilla_beats_untied", "table1_dpformer_ge_vanilla", "table1_vanilla_beats_rnns",
+    "fig6_reattention_stabler",
+    "table2_dpformer_ge_vanilla", "table2_vanilla_beats_untied", "table2_vanilla_beats_rnns",
+    "fig6_amazon_reattention_stabler", "fig7_dpformer_wins_diagonal",
+    "fig9_shift_shrinks_with_eps", "fig9_low_eps_leans_to_rare_items",
+    "fig9_reattention_lowers_rare_item_attention", "fig9_reattention_closer_to_nonprivate",
+    "premise_setting_can_show", "premise_dpformer_beats_vanilla", "premise_gain_grows_as_eps_shrinks",
+    "premise_fig6_stabler", "premise_dp_distracts_attention", "premise_reattention_lowers_tail_attention",
+    "premise_fig2_sharing_beats_untied", "premise_fig7_dpformer_wins_diagonal", "premise_dpformer_gain_size",
+}
+NOT_SHOWN = "not judged: the setting cannot show the effect"   # the reason of a failed precondition
+
 TABLE_METHODS = ("gru", "lstm", "transformer_untied", "transformer", "dpformer")
 # mean NDCG@10 per method at ε = 5, 8 (seeds add ±0.001 around it)
 NDCG = {"gru": (0.020, 0.022), "lstm": (0.021, 0.023), "transformer_untied": (0.025, 0.027),
@@ -121,7 +137,7 @@ def test_table1_claims_hold_on_a_table_that_shows_them():
     v = verdicts({"table1_movielens": readouts.table1_movielens(table_runs(), table_curves(), refs(False), EPS)})
     for cid in ("table1_dpformer_ge_vanilla", "table1_vanilla_beats_untied", "table1_vanilla_beats_rnns",
                 "fig6_reattention_stabler"):
-        assert v[cid]["held"] is True, v[cid]["reason"]
+        assert v[cid]["verdict"] == "held" and v[cid]["held"] is True, v[cid]["reason"]
 
 
 def test_dpformer_below_vanilla_at_one_eps_fails_the_claim():
@@ -129,14 +145,18 @@ def test_dpformer_below_vanilla_at_one_eps_fails_the_claim():
     out = readouts.table1_movielens(table_runs(ndcg), table_curves(), refs(False), EPS)
     assert out["dpformer_ge_vanilla"] == [True, False]
     assert [p["held"] for p in out["dpformer_vs_vanilla"]] == [True, False]
-    assert verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]["held"] is False
+    # the seeds move both methods alike, so DPFormer − vanilla is −0.001 on every seed at ε = 8: the
+    # interval lies below zero and the data exclude the paper's statement
+    row = verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]
+    assert row["verdict"] == "contradicted" and row["held"] is False, row["reason"]
 
 
 def test_one_rnn_above_vanilla_fails_the_claim():
     ndcg = {**NDCG, "lstm": (0.021, 0.045)}
     out = readouts.table1_movielens(table_runs(ndcg), table_curves(), refs(False), EPS)
     assert out["vanilla_gt_rnns"] == [True, False] and out["vanilla_beats_rnns_all"] is False
-    assert verdicts({"table1_movielens": out})["table1_vanilla_beats_rnns"]["held"] is False
+    row = verdicts({"table1_movielens": out})["table1_vanilla_beats_rnns"]
+    assert row["verdict"] == "contradicted" and "LSTM/ε = 8" in row["reason"]
 
 
 def test_orderings_need_paired_seeds_to_clear_zero():
@@ -148,15 +168,20 @@ def test_orderings_need_paired_seeds_to_clear_zero():
     assert out["dpformer_ge_vanilla"] == [True, True]  # the old rule on means would have passed
     p = out["dpformer_vs_vanilla"][1]
     assert p["lo"] < 0 < p["hi"] and p["held"] is False
-    assert verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]["held"] is False
-    # an exact tie never holds
+    # the interval contains zero: these seeds cannot tell, and the reason says how many would
+    row = verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]
+    assert row["verdict"] == "inconclusive" and row["held"] is False
+    assert "paired seeds would resolve" in row["reason"]
+    # an exact tie never holds: the interval [0, 0] lies at the margin, which excludes "beats"
     tie = readouts.table1_movielens(table_runs({**NDCG, "dpformer": NDCG["transformer"]}), table_curves(),
                                     refs(False), EPS)
     assert tie["dpformer_beats_vanilla_all"] is False
+    assert verdicts({"table1_movielens": tie})["table1_dpformer_ge_vanilla"]["verdict"] == "contradicted"
     # one seed: no interval, not judged
     one = readouts.table1_movielens(table_runs(seeds=(0,)), table_curves(seeds=(0,)), refs(False), EPS)
     assert one["dpformer_beats_vanilla_all"] is None
-    assert verdicts({"table1_movielens": one})["table1_dpformer_ge_vanilla"]["held"] is None
+    row = verdicts({"table1_movielens": one})["table1_dpformer_ge_vanilla"]
+    assert row["verdict"] == "not judged" and row["held"] is None   # (one seed: the precondition has no interval)
 
 
 def test_orderings_are_not_judged_when_no_dp_model_beats_most_popular():
@@ -165,8 +190,9 @@ def test_orderings_are_not_judged_when_no_dp_model_beats_most_popular():
     out = readouts.table1_movielens(table_runs(), table_curves(), r, EPS)
     assert out["best_dp_vs_most_popular"]["held"] is False
     v = verdicts({"table1_movielens": out})
-    for cid in ("table1_dpformer_ge_vanilla", "table1_vanilla_beats_untied", "table1_vanilla_beats_rnns"):
-        assert v[cid]["held"] is None and "precondition failed" in v[cid]["reason"], cid
+    for cid in ("table1_dpformer_ge_vanilla", "table1_vanilla_beats_untied", "table1_vanilla_beats_rnns",
+                "fig6_reattention_stabler"):
+        assert v[cid]["verdict"] == "not judged" and NOT_SHOWN in v[cid]["reason"], cid
 
 
 def test_a_missing_method_is_none_and_not_judged_never_zero():
@@ -177,7 +203,8 @@ def test_a_missing_method_is_none_and_not_judged_never_zero():
     assert out["vanilla_gt_untied"] == [True, True]  # what can be judged still is
     v = verdicts({"table1_movielens": out})
     for cid in ("table1_dpformer_ge_vanilla", "fig6_reattention_stabler"):
-        assert v[cid]["held"] is None and "cannot evaluate" in v[cid]["reason"]
+        assert v[cid]["verdict"] == "not judged" and v[cid]["held"] is None, v[cid]["reason"]
+        assert "cannot evaluate" in v[cid]["reason"] or "was not computed" in v[cid]["reason"]
 
 
 def test_a_missing_eps_of_one_method_is_none():
@@ -185,14 +212,14 @@ def test_a_missing_eps_of_one_method_is_none():
     assert out["vanilla_gt_untied"] is None
     assert out["ndcg_by_method"]["transformer_untied"] == [pytest.approx(0.025), None]
     assert out["dpformer_ge_vanilla"] == [True, True]
-    assert verdicts({"table1_movielens": out})["table1_vanilla_beats_untied"]["held"] is None
+    assert verdicts({"table1_movielens": out})["table1_vanilla_beats_untied"]["verdict"] == "not judged"
 
 
 def test_one_seed_has_no_spread_so_stability_is_not_judged():
     out = readouts.table1_movielens(table_runs(seeds=(0,)), table_curves(seeds=(0,)), refs(False), EPS)
     assert out["spread_vanilla"] is None and out["spread_dpformer"] is None and out["spread_ratio"] is None
     assert out["ndcg"]["transformer"]["e5"]["ndcg_std"] is None
-    assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["held"] is None
+    assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["verdict"] == "not judged"
 
 
 def test_fig6_is_judged_on_paired_fall_backs():
@@ -207,19 +234,22 @@ def test_fig6_is_judged_on_paired_fall_backs():
                                     refs(False), EPS)
     assert tie["dpformer_stabler"]["mean"] == pytest.approx(0.0) and tie["dpformer_stabler"]["held"] is False
     assert verdicts({"table1_movielens": tie})["fig6_reattention_stabler"]["held"] is False
+    assert verdicts({"table1_movielens": tie})["fig6_reattention_stabler"]["verdict"] != "held"
     # a noisy difference: DPFormer falls back less on some (ε, seed) and more on others
     runs = table_curves(fall={"transformer": 0.004, "dpformer": 0.0})
     sel = (runs.method == "dpformer") & (runs.epoch == 6) & (runs.epsilon == 8)
     runs.loc[sel, "ndcg@10"] -= 0.012   # DPFormer now falls back 0.012 at ε = 8: the interval crosses 0
-    noisy = readouts.table1_movielens(table_runs(), runs, refs(False), EPS)["dpformer_stabler"]
+    noisy_out = readouts.table1_movielens(table_runs(), runs, refs(False), EPS)
+    noisy = noisy_out["dpformer_stabler"]
     assert noisy["lo"] < 0 < noisy["hi"] and noisy["held"] is False
+    assert verdicts({"table1_movielens": noisy_out})["fig6_reattention_stabler"]["verdict"] == "inconclusive"
 
 
 def test_less_stable_dpformer_fails_fig6():
     out = readouts.table1_movielens(table_runs(), table_curves(fall={"transformer": 0.0, "dpformer": 0.003}),
                                     refs(False), EPS)
     assert out["dpformer_stabler"]["mean"] < 0
-    assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["held"] is False
+    assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["verdict"] == "contradicted"
 
 
 def test_missing_reference_row_raises():
@@ -242,8 +272,9 @@ def test_table2_grid_diagonal_by_hand():
     assert [p["keys"] for p in d] == [[0, 1], [0, 1]] and d[1]["a"] == pytest.approx([0.049, 0.051])
     assert [p["mean"] for p in d] == pytest.approx([0.010, 0.020]) and all(p["held"] for p in d)
     v = verdicts({"table2_amazon_like": out})
-    assert v["fig7_dpformer_wins_diagonal"]["held"] is True
-    assert v["table2_dpformer_ge_vanilla"]["held"] is True
+    for cid in ("fig7_dpformer_wins_diagonal", "table2_dpformer_ge_vanilla", "table2_vanilla_beats_untied",
+                "table2_vanilla_beats_rnns", "fig6_amazon_reattention_stabler"):
+        assert v[cid]["verdict"] == "held", (cid, v[cid]["reason"])
 
 
 def test_fig7_tie_noise_and_one_seed():
@@ -251,18 +282,18 @@ def test_fig7_tie_noise_and_one_seed():
     tie = {**FIG7_GRID, (512, 0.02): {"transformer": 0.030, "dpformer": 0.030}}
     out = readouts.table2_amazon_like(table_runs(), table_curves(), refs(), EPS, grid_runs(tie, seeds=(0, 1)))
     assert out["diag_paired"][1]["held"] is False
-    assert verdicts({"table2_amazon_like": out})["fig7_dpformer_wins_diagonal"]["held"] is False
+    assert verdicts({"table2_amazon_like": out})["fig7_dpformer_wins_diagonal"]["verdict"] == "contradicted"
     # a noisy difference: ahead on one seed, behind on the other
     g = grid_runs(FIG7_GRID, seeds=(0, 1))
     g.loc[(g.method == "dpformer") & (g.batch_size == 512) & (g.lr == 0.02), "ndcg@10"] = [0.055, 0.020]
     out = readouts.table2_amazon_like(table_runs(), table_curves(), refs(), EPS, g)
     p = out["diag_paired"][1]
     assert p["mean"] > 0 and p["lo"] < 0 < p["hi"] and p["held"] is False
-    assert verdicts({"table2_amazon_like": out})["fig7_dpformer_wins_diagonal"]["held"] is False
-    # one seed per cell: no interval, the claim is not judged (precondition)
+    assert verdicts({"table2_amazon_like": out})["fig7_dpformer_wins_diagonal"]["verdict"] == "inconclusive"
+    # one seed per cell: no interval, the claim is not judged
     one = readouts.table2_amazon_like(table_runs(), table_curves(), refs(), EPS, grid_runs(FIG7_GRID))
     row = verdicts({"table2_amazon_like": one})["fig7_dpformer_wins_diagonal"]
-    assert row["held"] is None and "precondition failed" in row["reason"]
+    assert row["verdict"] == "not judged" and row["held"] is None and "fewer than two" in row["reason"]
 
 
 def test_grid_hole_raises_never_counts_as_a_loss():
@@ -283,22 +314,31 @@ def test_fig2_by_hand():
     assert vs[0]["held"] is True and vs[1]["held"] is True and out["sharing_beats_untied"] is True
     assert out["best_cell_shared"] == {"batch_size": 512, "lr": 0.02} and out["best_shared_is_largest"]
     assert len(out["largest_vs_other_cells"]) == 3 and out["largest_cell_beats_others"] is True
+    # the best cell of each half of the grid, per seed: B = 512 against 256, then lr 0.02 against 0.005
+    lvs = out["large_vs_small"]
+    assert set(lvs) == {"transformer", "transformer_untied", "transformer_untied_half"}
+    b, lr = lvs["transformer"]["batch_size"], lvs["transformer"]["lr"]
+    assert (b["large"], b["small"], lr["large"], lr["small"]) == ([512], [256], [0.02], [0.005])
+    assert b["a"] == pytest.approx([0.059, 0.061]) and b["b"] == pytest.approx([0.039, 0.041])
+    assert b["mean"] == pytest.approx(0.02) and lr["mean"] == pytest.approx(0.01)
     v = verdicts({"fig2_sharing_grid": out})
-    assert v["fig2_sharing_beats_untied"]["held"] is True and v["fig2_best_large_batch_lr"]["held"] is True
+    assert v["fig2_sharing_beats_untied"]["verdict"] == "held" and v["fig2_best_large_batch_lr"]["verdict"] == "held"
 
 
 def test_fig2_tie_and_noisy_gains_fail():
     for gains in ((0.0, 0.0, 0.0, 0.0), (0.01, -0.01, 0.01, -0.01), (0.02, -0.005, 0.015, -0.004)):
         out = readouts.fig2_sharing_grid(fig2_grid(gains), refs(False))
         assert out["tied_vs_untied"][0]["held"] is False, gains
-        assert verdicts({"fig2_sharing_grid": out})["fig2_sharing_beats_untied"]["held"] is False
+        assert verdicts({"fig2_sharing_grid": out})["fig2_sharing_beats_untied"]["verdict"] in (
+            "contradicted", "inconclusive"), gains
 
 
 def test_fig2_one_seed_per_cell_leaves_the_best_cell_unjudged():
     out = readouts.fig2_sharing_grid(fig2_grid(), refs(False))
     assert out["seeds_per_cell"] == 1 and out["largest_cell_beats_others"] is None
+    assert out["large_vs_small"]["transformer"]["batch_size"]["n"] == 1
     row = verdicts({"fig2_sharing_grid": out})["fig2_best_large_batch_lr"]
-    assert row["held"] is None and "precondition failed" in row["reason"]
+    assert row["verdict"] == "not judged" and row["held"] is None and "fewer than two" in row["reason"]
 
 
 def test_fig2_best_cell_elsewhere_fails():
@@ -306,14 +346,23 @@ def test_fig2_best_cell_elsewhere_fails():
     g.loc[(g.method == "transformer") & (g.batch_size == 256) & (g.lr == 0.005), "ndcg@10"] = [0.09, 0.091]
     out = readouts.fig2_sharing_grid(g, refs(False))
     assert out["best_cell_shared"] == {"batch_size": 256, "lr": 0.005} and not out["best_shared_is_largest"]
-    assert verdicts({"fig2_sharing_grid": out})["fig2_best_large_batch_lr"]["held"] is False
+    assert verdicts({"fig2_sharing_grid": out})["fig2_best_large_batch_lr"]["verdict"] == "contradicted"
+
+
+def test_fig2_halves_of_an_odd_grid_leave_the_middle_out():
+    cells = {(B, lr): {0: B / 1e4 + lr, 1: B / 1e4 + lr + 0.001} for B in (256, 512, 1024) for lr in (0.001, 0.005, 0.009)}
+    out = readouts.large_vs_small_halves(cells)
+    assert (out["batch_size"]["large"], out["batch_size"]["small"]) == ([1024], [256])
+    assert (out["lr"]["large"], out["lr"]["small"], out["lr"]["at_batch_sizes"]) == ([0.009], [0.001], [1024])
+    assert out["batch_size"]["mean"] == pytest.approx((1024 - 256) / 1e4) and out["lr"]["mean"] == pytest.approx(0.008)
+    assert readouts.large_vs_small_halves({(256, 0.01): {0: 0.1, 1: 0.2}})["batch_size"]["n"] == 0
 
 
 def test_fig2_below_most_popular_is_not_judged():
     r = refs(False)
     r.loc[r.method == "most_popular", "ndcg@10"] = 0.1
     row = verdicts({"fig2_sharing_grid": readouts.fig2_sharing_grid(fig2_grid(), r)})["fig2_sharing_beats_untied"]
-    assert row["held"] is None and "precondition failed" in row["reason"]
+    assert row["verdict"] == "not judged" and row["held"] is None and NOT_SHOWN in row["reason"]
 
 
 def test_fig2_missing_arm_raises():
@@ -392,8 +441,9 @@ def fig3_measured(Ms=(500, 1000, 2000), ghost_time=(2.0, 6.0, 20.0), chunked_at=
     return pd.DataFrame(rows)
 
 
-def fig3_modelled():
-    return pd.DataFrame({"Phantom / paper-style Ghost": [10.0, 400.0]}, index=[3416, 23715])
+def fig3_modelled(ratios=(10.0, 400.0), Ms=(3416, 23715)):
+    return pd.DataFrame({"Phantom / paper-style Ghost": list(ratios), "Phantom / non-private": [0.9] * len(Ms)},
+                        index=list(Ms))
 
 
 def test_fig3_by_hand_and_claims():
@@ -405,9 +455,34 @@ def test_fig3_by_hand_and_claims():
     assert out["memory_ratio_phantom_nonprivate_max"] == pytest.approx(1.2)
     assert out["ghost_memory_loglog_slope"] == pytest.approx(2.0) and out["phantom_memory_loglog_slope"] == pytest.approx(1.0)
     assert out["ghost_unchunked_points"] == 3 and out["modelled_max_batch_ratio"] == [10.0, 400.0]
+    assert out["modelled_max_batch_by_M"] == [{"M": 3416, "phantom_over_ghost": 10.0, "phantom_over_nonprivate": 0.9},
+                                              {"M": 23715, "phantom_over_ghost": 400.0, "phantom_over_nonprivate": 0.9}]
     v = verdicts({"fig3_memory_speed": out})
-    for cid in ("fig3_speedup_grows_with_vocabulary", "fig3_memory_near_nonprivate", "fig3_phantom_speed_near_nonprivate"):
-        assert v[cid]["held"] is True, v[cid]["reason"]
+    for cid in ("fig3_speedup_grows_with_vocabulary", "fig3_speedup_in_paper_range", "fig3_memory_in_paper_range",
+                "fig3_memory_near_nonprivate", "fig3_ghost_memory_grows_with_vocabulary",
+                "fig3_phantom_speed_near_nonprivate"):
+        assert v[cid]["verdict"] == "held", (cid, v[cid]["reason"])
+
+
+def test_fig3_magnitudes_outside_the_papers_ranges_are_contradicted():
+    # Ghost / Phantom 2.0 / 1.2 = 1.7× at the largest M: below the paper's 4-100×
+    slow = readouts.fig3_memory_speed(fig3_measured(ghost_time=(1.0, 1.5, 2.0)), fig3_modelled(), isolated=True)
+    row = verdicts({"fig3_memory_speed": slow})["fig3_speedup_in_paper_range"]
+    assert row["verdict"] == "contradicted" and "1.667" in row["reason"]
+    fast = readouts.fig3_memory_speed(fig3_measured(ghost_time=(2.0, 60.0, 150.0)), fig3_modelled(), isolated=True)
+    assert verdicts({"fig3_memory_speed": fast})["fig3_speedup_in_paper_range"]["verdict"] == "contradicted"
+    # a modelled batch ratio of 5× at ML-1M's vocabulary is below 10×
+    small = readouts.fig3_memory_speed(fig3_measured(), fig3_modelled(ratios=(5.0, 400.0)), isolated=True)
+    assert verdicts({"fig3_memory_speed": small})["fig3_memory_in_paper_range"]["verdict"] == "contradicted"
+    # a model without the paper's vocabularies cannot show it
+    other = readouts.fig3_memory_speed(fig3_measured(), fig3_modelled(Ms=(1349, 3416)), isolated=True)
+    row = verdicts({"fig3_memory_speed": other})["fig3_memory_in_paper_range"]
+    assert row["verdict"] == "not judged" and NOT_SHOWN in row["reason"]
+    # peak memory measured in one process for every configuration is not judged either
+    shared = readouts.fig3_memory_speed(fig3_measured(), fig3_modelled(), isolated=False)
+    v = verdicts({"fig3_memory_speed": shared})
+    assert v["fig3_memory_near_nonprivate"]["verdict"] == v["fig3_ghost_memory_grows_with_vocabulary"]["verdict"] \
+        == "not judged"
 
 
 def test_fig3_falling_speedup_fails_and_chunked_points_leave_the_fit():
@@ -415,8 +490,9 @@ def test_fig3_falling_speedup_fails_and_chunked_points_leave_the_fit():
                                      isolated=True)
     assert out["time_ratio_ghost_phantom_increasing"] is False and out["ghost_unchunked_points"] == 2
     v = verdicts({"fig3_memory_speed": out})
-    assert v["fig3_speedup_grows_with_vocabulary"]["held"] is False
-    assert v["fig3_memory_near_nonprivate"]["held"] is False  # two unchunked points are too few
+    assert v["fig3_speedup_grows_with_vocabulary"]["verdict"] == "contradicted"
+    assert v["fig3_ghost_memory_grows_with_vocabulary"]["verdict"] == "contradicted"  # two unchunked points: too few
+    assert v["fig3_speedup_in_paper_range"]["verdict"] == "held"   # 7 / 1.2 = 5.8× at the largest M
 
 
 def test_fig3_one_vocabulary_size_cannot_show_growth():
@@ -459,30 +535,35 @@ def test_fig4_by_hand_and_claims():
     assert out["table3_gelu_vs_paper_max_rel_diff"] == pytest.approx(0.35 / 0.3467 - 1)
     assert out["checks_max_abs_rel_err"] == 0.03 and out["checks_end_to_end_max_abs_rel_err"] == 0.03
     v = verdicts({"fig4_attention_distraction": out})
-    assert v["fig4_distraction_grows_with_variance"]["held"] is True
-    assert v["fig4_reattention_closer_to_truth"]["held"] is True
-    assert v["table3_relu_analytic_matches_sampling"]["held"] is False  # 2.7% > 2%
-    assert v["moments_match_monte_carlo"]["held"] is True
-    # Figure 8: the ReLU rule for GELU, 0.0034 vs 0.0025 (+36%) at s = 0.1, 0.3408 vs 0.35 at s = 1
+    assert v["fig4_distraction_grows_with_variance"]["verdict"] == "held"
+    assert v["fig4_reattention_closer_to_truth"]["verdict"] == "held"
+    assert v["table3_relu_analytic_matches_sampling"]["verdict"] == "contradicted"  # 2.7% > 2%
+    assert v["table3_gelu_sampled_values"]["verdict"] == "held"   # 0.35 vs 0.3467: 1.0% < 3%
+    assert v["moments_match_monte_carlo"]["verdict"] == "held"
+    # Figure 8: the ReLU rule for GELU, 0.0034 vs 0.0025 (×1.36) at s = 0.1, 0.3408 vs 0.35 at s = 1: the
+    # gap the paper's own Table 3 shows, within the factor 1.5 that "approximate" is given
     f8 = out["fig8_relu_rule_rel_err"]
     assert [r["input_std"] for r in f8] == [0.1, 1.0]
     assert [r["rel_err"] for r in f8] == pytest.approx([0.0034 / 0.0025 - 1, 0.3408 / 0.35 - 1])
-    assert v["fig8_relu_rule_approximates_gelu"]["held"] is False
+    assert v["fig8_relu_rule_approximates_gelu"]["verdict"] == "held"
 
 
-def test_fig8_holds_when_gelu_matches_the_relu_rule():
+def test_fig8_fails_beyond_a_factor_of_one_and_a_half():
     mc, sweep, tail, t3, paper, checks = fig4_inputs()
-    t3.loc[t3.activation == "GELU", "n=1000"] = [0.0033, 0.34]
+    t3.loc[t3.activation == "GELU", "n=1000"] = [0.002, 0.34]   # 0.0034 / 0.002 = 1.7
     out = readouts.fig4_attention_distraction(mc, sweep, tail, t3, paper, checks)
-    assert verdicts({"fig4_attention_distraction": out})["fig8_relu_rule_approximates_gelu"]["held"] is True
+    assert verdicts({"fig4_attention_distraction": out})["fig8_relu_rule_approximates_gelu"]["verdict"] == "contradicted"
+    t3.loc[t3.activation == "GELU", "n=1000"] = [0.0030, 0.6]    # 0.3408 / 0.6 = 0.57 < 1 / 1.5
+    out = readouts.fig4_attention_distraction(mc, sweep, tail, t3, paper, checks)
+    assert verdicts({"fig4_attention_distraction": out})["fig8_relu_rule_approximates_gelu"]["verdict"] == "contradicted"
 
 
 def test_fig4_failures_and_missing_rows():
     out = readouts.fig4_attention_distraction(*fig4_inputs(inflation=(1.0, 2.0, 1.9), tv_re=(0.0, 0.06, 0.01)))
     assert out["inflation_monotone"] is False and out["frac_sweep_corrected_closer"] == 0.5
     v = verdicts({"fig4_attention_distraction": out})
-    assert v["fig4_distraction_grows_with_variance"]["held"] is False
-    assert v["fig4_reattention_closer_to_truth"]["held"] is False
+    assert v["fig4_distraction_grows_with_variance"]["verdict"] == "contradicted"
+    assert v["fig4_reattention_closer_to_truth"]["verdict"] == "contradicted"
     mc, sweep, tail, t3, paper, checks = fig4_inputs()
     with pytest.raises(ValueError, match="GELU input stds differ"):
         readouts.fig4_attention_distraction(mc, sweep, tail, t3, paper.iloc[:3], checks)
@@ -506,55 +587,77 @@ def fig9_shift(kl=(0.03, 0.02, 0.01), lean=(0.02, 0.01, 0.005), dpf=(0.01, 0.035
     return pd.DataFrame(rows)
 
 
-def fig9_models():
-    return pd.DataFrame({"method": ["transformer", "non-private"], "epsilon": [5, None], "seed": [0, 0],
-                         "NDCG@10": [0.03, 0.05]})
+def fig9_models(seeds=(0, 1), ndcg=0.03):
+    """One row per model, as notebook 08 records them: NDCG@10 ``ndcg`` (± 0.001 by seed) for every DP
+    model, 0.05 for the non-private one; MostPopular (``refs``) is 0.02."""
+    rows = [{"method": "non-private", "epsilon": None, "seed": s, "NDCG@10": 0.05} for s in seeds]
+    rows += [{"method": m, "epsilon": e, "seed": s, "NDCG@10": ndcg + 0.001 * k}
+             for m, e in (("transformer", 5), ("transformer", 8), ("transformer", 10), ("dpformer", 5))
+             for k, s in enumerate(seeds)]
+    return pd.DataFrame(rows)
+
+
+def fig9(shift, epsilons=(5, 8, 10), models=None, most_popular=True):
+    return readouts.fig9_attention_shift(shift, list(epsilons), fig9_models() if models is None else models,
+                                         refs(False) if most_popular else None)
 
 
 def test_fig9_by_hand_and_claims():
-    out = readouts.fig9_attention_shift(fig9_shift(), [5, 8, 10], fig9_models())
+    out = fig9(fig9_shift())
     assert out["kl_by_eps"] == [0.03, 0.02, 0.01] and out["kl_monotone"] is True
     assert (out["lean_low"], out["lean_high"], out["lean_nonprivate"]) == (0.02, 0.005, 0.0)
     assert out["dpformer_lean_low"] == 0.01 and out["dpformer_kl_low"] == 0.035
     assert out["seeds_kl_monotone"] == 1.0 and out["seeds_dpformer_lean_below"] == 1.0
     assert out["seeds_dpformer_kl_below"] == 0.0
+    mp = out["best_dp_vs_most_popular"]
+    assert mp["held"] is True and mp["mean"] == pytest.approx(0.0105) and mp["n"] == 2
     v = verdicts({"fig9_attention_shift": out})
-    assert v["fig9_shift_shrinks_with_eps"]["held"] is True
-    assert v["fig9_low_eps_leans_to_rare_items"]["held"] is True
-    assert v["fig9_reattention_lowers_rare_item_attention"]["held"] is True
-    assert v["fig9_reattention_closer_to_nonprivate"]["held"] is False  # KL 0.035 against vanilla 0.03
+    assert v["fig9_shift_shrinks_with_eps"]["verdict"] == "held"
+    assert v["fig9_low_eps_leans_to_rare_items"]["verdict"] == "held"
+    assert v["fig9_reattention_lowers_rare_item_attention"]["verdict"] == "held"
+    # KL 0.035 against vanilla's 0.03 on every seed: the data exclude "closer"
+    assert v["fig9_reattention_closer_to_nonprivate"]["verdict"] == "contradicted"
+
+
+def test_fig9_is_not_judged_where_no_dp_model_beats_most_popular():
+    for out in (fig9(fig9_shift(), models=fig9_models(ndcg=0.019)), fig9(fig9_shift(), most_popular=False)):
+        v = verdicts({"fig9_attention_shift": out})
+        for cid in ("fig9_shift_shrinks_with_eps", "fig9_low_eps_leans_to_rare_items",
+                    "fig9_reattention_lowers_rare_item_attention", "fig9_reattention_closer_to_nonprivate"):
+            assert v[cid]["verdict"] == "not judged", (cid, v[cid]["reason"])
 
 
 def test_fig9_non_monotone_kl_fails_and_missing_dpformer_is_not_judged():
-    out = readouts.fig9_attention_shift(fig9_shift(kl=(0.03, 0.01, 0.02), with_dpformer=False), [5, 8, 10],
-                                        fig9_models())
+    out = fig9(fig9_shift(kl=(0.03, 0.01, 0.02), with_dpformer=False))
     assert out["kl_monotone"] is False and out["seeds_kl_monotone"] == 0.0
     assert out["dpformer_lean_low"] is None and out["seeds_dpformer_lean_below"] is None
     v = verdicts({"fig9_attention_shift": out})
-    assert v["fig9_shift_shrinks_with_eps"]["held"] is False
-    assert v["fig9_reattention_lowers_rare_item_attention"]["held"] is None
+    assert v["fig9_shift_shrinks_with_eps"]["verdict"] == "contradicted"   # KL rises from ε = 8 to 10
+    assert v["fig9_reattention_lowers_rare_item_attention"]["verdict"] == "not judged"
 
 
 def test_fig9_comparisons_are_paired_across_seeds():
-    out = readouts.fig9_attention_shift(fig9_shift(), [5, 8, 10], fig9_models())
+    out = fig9(fig9_shift())
     assert out["seeds"] == [0, 1] and [p["held"] for p in out["kl_steps_paired"]] == [True, True]
     assert out["dpformer_lowers_lean"]["a"] == [0.02, 0.02] and out["dpformer_lowers_lean"]["b"] == [0.01, 0.01]
     # DPFormer's lean below vanilla's on seed 0, above on seed 1: the interval crosses zero
     sh = fig9_shift()
     sel = (sh.method == "dpformer") & (sh.seed == 1)
     sh.loc[sel, "rarity_lean"] = 0.04
-    noisy = readouts.fig9_attention_shift(sh, [5, 8, 10], fig9_models())
+    noisy = fig9(sh)
     assert noisy["dpformer_lean_low"] == pytest.approx(0.025) and noisy["dpformer_lowers_lean"]["held"] is False
-    assert verdicts({"fig9_attention_shift": noisy})["fig9_reattention_lowers_rare_item_attention"]["held"] is False
+    row = verdicts({"fig9_attention_shift": noisy})["fig9_reattention_lowers_rare_item_attention"]
+    assert row["verdict"] == "inconclusive" and row["held"] is False
     # equal leans at low and high ε (a tie) never hold
-    tie = readouts.fig9_attention_shift(fig9_shift(lean=(0.02, 0.01, 0.02)), [5, 8, 10], fig9_models())
+    tie = fig9(fig9_shift(lean=(0.02, 0.01, 0.02)))
     assert tie["low_eps_leans_to_rare"] is False
+    assert verdicts({"fig9_attention_shift": tie})["fig9_low_eps_leans_to_rare_items"]["verdict"] == "contradicted"
 
 
 def test_fig9_one_eps_cannot_show_a_trend():
-    out = readouts.fig9_attention_shift(fig9_shift(), [5], fig9_models())
+    out = fig9(fig9_shift(), epsilons=(5,))
     assert out["kl_monotone"] is None and out["seeds_kl_monotone"] is None
-    assert verdicts({"fig9_attention_shift": out})["fig9_shift_shrinks_with_eps"]["held"] is not True
+    assert verdicts({"fig9_attention_shift": out})["fig9_shift_shrinks_with_eps"]["verdict"] == "not judged"
 
 
 # ------------------------------------------------------------------------------------ premise data
@@ -622,34 +725,51 @@ def test_premise_table_by_hand_and_claims():
     assert out["gain_grows_as_eps_shrinks"]["held"] is True
     assert out["dpformer_stabler"]["held"] is True and out["dp_draws_attention_to_tail"]["held"] is True
     assert out["dpformer_lowers_tail_attention_all"] is True
-    # relative gains 0.03/0.5 … 0.01/0.6: all above the +1 % margin except ε = 8 (~1.7 %, tight)
+    # relative gains about 0.03/0.5, 0.02/0.55, 0.01/0.6: clear, but far below the paper's "around 20 %"
     g = out["rel_gain_vs_margin"]
-    assert [p["margin"] for p in g] == [0.01] * 3 and g[0]["mean"] == pytest.approx(0.0606, abs=1e-3)
-    assert out["dpformer_gain_clears_margin_all"] is True
+    assert [p["margin"] for p in g] == [0.10] * 3 and g[0]["mean"] == pytest.approx(0.0606, abs=1e-3)
+    m = out["rel_gain_mean_over_eps"]
+    assert m["keys"] == [0, 1, 2] and m["mean"] == pytest.approx(np.mean([p["mean"] for p in g]))
+    assert m["mean"] == pytest.approx(0.0376, abs=1e-3) and m["hi"] < 0.10
     assert out["tail_attention"]["transformer"] == pytest.approx([0.10 + 1 / 3000, 0.08 + 1 / 3000, 0.06 + 1 / 3000])
     v = verdicts({"premise_table": out})
-    for cid in ("premise_setting_can_show", "premise_dpformer_beats_vanilla", "premise_dpformer_gain_size",
+    for cid in ("premise_setting_can_show", "premise_dpformer_beats_vanilla",
                 "premise_gain_grows_as_eps_shrinks",
                 "premise_fig6_stabler", "premise_dp_distracts_attention", "premise_reattention_lowers_tail_attention"):
-        assert v[cid]["held"] is True, (cid, v[cid]["reason"])
+        assert v[cid]["verdict"] == "held", (cid, v[cid]["reason"])
+    # the direction holds, the size does not: a gain of +4 % is excluded from "around 20 %"
+    assert v["premise_dpformer_gain_size"]["verdict"] == "contradicted", v["premise_dpformer_gain_size"]["reason"]
+
+
+def test_premise_gain_size_held_contradicted_inconclusive():
+    big = premise_values(premise_runs(diff=((0.12, 0.125, 0.115), (0.11, 0.112, 0.108), (0.10, 0.104, 0.097))))
+    assert big["rel_gain_mean_over_eps"]["lo"] > 0.10
+    row = verdicts({"premise_table": big})["premise_dpformer_gain_size"]
+    assert row["verdict"] == "held", row["reason"]
+    # a clear but small gain (+0.1 %) is a direction, not the paper's size
+    small = premise_values(premise_runs(diff=((0.0005, 0.0006, 0.0004),) * 3))
+    vs = verdicts({"premise_table": small})
+    assert vs["premise_dpformer_beats_vanilla"]["verdict"] == "held"
+    assert vs["premise_dpformer_gain_size"]["verdict"] == "contradicted"
+    # a gain near +10 % with seeds that disagree: the interval contains the margin, and the reason says
+    # how many seeds would resolve the paper's +20 %
+    near = premise_values(premise_runs(diff=((0.03, 0.09, 0.06), (0.03, 0.09, 0.06), (0.03, 0.09, 0.06))))
+    row = verdicts({"premise_table": near})["premise_dpformer_gain_size"]
+    assert row["verdict"] == "inconclusive" and "the paper's difference" in row["reason"], row["reason"]
 
 
 def test_premise_tie_and_noisy_difference_do_not_hold():
     tie = premise_values(premise_runs(diff=((0.0,) * 3,) * 3))
     assert tie["dpformer_beats_vanilla_all"] is False and tie["dpformer_vs_vanilla"][0]["mean"] == 0
-    assert verdicts({"premise_table": tie})["premise_dpformer_beats_vanilla"]["held"] is False
+    assert verdicts({"premise_table": tie})["premise_dpformer_beats_vanilla"]["verdict"] == "contradicted"
     noisy = premise_values(premise_runs(diff=((0.03, 0.032, 0.029), (0.02, -0.015, 0.01), (0.01, 0.011, 0.009))))
     p = noisy["dpformer_vs_vanilla"][1]
     assert p["mean"] > 0 and p["lo"] < 0 < p["hi"] and p["held"] is False
-    assert verdicts({"premise_table": noisy})["premise_dpformer_beats_vanilla"]["held"] is False
-    # a clear but small gain (+0.1 %) holds as a direction and fails the +1 % size margin
-    small = premise_values(premise_runs(diff=((0.0005, 0.0006, 0.0004),) * 3))
-    assert small["dpformer_beats_vanilla_all"] is True and small["dpformer_gain_clears_margin_all"] is False
-    vs = verdicts({"premise_table": small})
-    assert vs["premise_dpformer_beats_vanilla"]["held"] is True and vs["premise_dpformer_gain_size"]["held"] is False
+    assert verdicts({"premise_table": noisy})["premise_dpformer_beats_vanilla"]["verdict"] == "inconclusive"
     # equal tail attention with and without Re-Attention at one ε: a tie
     same = premise_values(attention=premise_attention(tail=((0.10, 0.08, 0.06), (0.09, 0.08, 0.05))))
     assert same["dpformer_lowers_tail_attention_all"] is False
+    assert verdicts({"premise_table": same})["premise_reattention_lowers_tail_attention"]["verdict"] == "contradicted"
 
 
 def test_premise_claims_are_not_judged_below_most_popular():
@@ -657,9 +777,9 @@ def test_premise_claims_are_not_judged_below_most_popular():
     assert out["dp_above_most_popular"]["held"] is False
     assert "transformer at ε = 1" in out["dp_above_most_popular"]["reason"]
     v = verdicts({"premise_table": out})
-    assert v["premise_setting_can_show"]["held"] is False
+    assert v["premise_setting_can_show"]["verdict"] == "contradicted"
     row = v["premise_dpformer_beats_vanilla"]
-    assert row["held"] is None and "precondition failed" in row["reason"]
+    assert row["verdict"] == "not judged" and row["held"] is None and NOT_SHOWN in row["reason"]
 
 
 def premise_sharing(gains=(0.02, 0.025, 0.018)):
@@ -689,13 +809,13 @@ def test_premise_sharing_grid_by_hand_and_claims():
     assert out["grid_seeds_per_cell"] == 3 and [len(p["keys"]) for p in out["diag_paired"]] == [3, 3]
     assert out["dpformer_beats_vanilla_diag"] is True and out["grid_above_most_popular"]["held"] is True
     v = verdicts({"premise_sharing_grid": out})
-    assert v["premise_fig2_sharing_beats_untied"]["held"] is True
-    assert v["premise_fig7_dpformer_wins_diagonal"]["held"] is True
+    assert v["premise_fig2_sharing_beats_untied"]["verdict"] == "held"
+    assert v["premise_fig7_dpformer_wins_diagonal"]["verdict"] == "held"
     tie = readouts.premise_sharing_grid(premise_sharing((0.0, 0.0, 0.0)), premise_grid((0.0, 0.0, 0.0)),
                                         premise_refs(), 3)
     vt = verdicts({"premise_sharing_grid": tie})
-    assert vt["premise_fig2_sharing_beats_untied"]["held"] is False
-    assert vt["premise_fig7_dpformer_wins_diagonal"]["held"] is False
+    assert vt["premise_fig2_sharing_beats_untied"]["verdict"] == "contradicted"
+    assert vt["premise_fig7_dpformer_wins_diagonal"]["verdict"] == "contradicted"
     noisy = readouts.premise_sharing_grid(premise_sharing((0.03, -0.02, 0.01)), premise_grid((0.02, -0.015, 0.01)),
                                           premise_refs(), 3)
     assert noisy["tied_vs_untied"][0]["held"] is False and noisy["dpformer_beats_vanilla_diag"] is False
@@ -714,7 +834,7 @@ def test_every_claim_reads_only_recorded_values():
         "table2_amazon_like": readouts.table2_amazon_like(table_runs(), table_curves(), refs(), EPS,
                                                           grid_runs(FIG7_GRID, seeds=(0, 1))),
         "fig4_attention_distraction": readouts.fig4_attention_distraction(*fig4_inputs()),
-        "fig9_attention_shift": readouts.fig9_attention_shift(fig9_shift(), [5, 8, 10], fig9_models()),
+        "fig9_attention_shift": fig9(fig9_shift()),
         "premise_table": premise_values(),
         "premise_sharing_grid": readouts.premise_sharing_grid(premise_sharing(), premise_grid(), premise_refs(), 3),
     }
@@ -722,3 +842,138 @@ def test_every_claim_reads_only_recorded_values():
     assert len(rows) == len(claims.load("dpformer")["claims"]) > 20
     bad = {cid: r["reason"] for cid, r in rows.items() if r["held"] is None}
     assert not bad
+
+
+# ------------------------------------------------------------------------------------ null tests
+# A = B plus noise (no effect) through each readout, with five paired seeds: no "A beats B" claim may
+# come out held. The noise is drawn once (fixed generator), independently for every method, cell and
+# seed; every precondition holds, so a verdict other than held is the interval's, not the gate's.
+NULL_SEEDS = (0, 1, 2, 3, 4)
+
+
+def _noise(seed: int, sd: float = 0.002):
+    rng = np.random.default_rng(seed)
+    return lambda: float(rng.normal(0.0, sd))
+
+
+def null_table_runs(seed: int, methods=TABLE_METHODS, base=0.05):
+    e = _noise(seed)
+    return pd.DataFrame([{"method": m, "label": m, "epsilon": eps, "seed": s, "batch_size": 256, "lr": 0.02,
+                          "ndcg@10": base + e(), "hit@10": 0.1, "epsilon_spent": eps - 0.01}
+                         for m in methods for eps in EPS for s in NULL_SEEDS])
+
+
+def null_curves(seed: int, methods=("transformer", "dpformer"), epsilons=EPS):
+    e = _noise(seed, 0.004)
+    return pd.DataFrame([{"method": m, "epsilon": eps, "seed": s, "epoch": epoch, "ndcg@10": 0.05 + e(), "hit@10": 0.1}
+                         for m in methods for eps in epsilons for s in NULL_SEEDS for epoch in (1, 2, 3, 4)])
+
+
+def not_held(rows: dict, ids) -> None:
+    for cid in ids:
+        assert rows[cid]["verdict"] != "held", (cid, rows[cid]["reason"])
+        assert rows[cid]["verdict"] != "not judged", (cid, rows[cid]["reason"])   # the null was really judged
+
+
+def test_null_tables_1_2_figures_6_7():
+    table1 = readouts.table1_movielens(null_table_runs(1), null_curves(2), refs(False), EPS)
+    assert table1["best_dp_vs_most_popular"]["held"] is True and table1["dpformer_stabler"]["n"] == 2 * len(NULL_SEEDS)
+    not_held(verdicts({"table1_movielens": table1}),
+             ("table1_vanilla_beats_untied", "table1_dpformer_ge_vanilla", "table1_vanilla_beats_rnns",
+              "fig6_reattention_stabler"))
+    e = _noise(3)
+    grid = pd.DataFrame([{"method": m, "epsilon": 8, "seed": s, "batch_size": B, "lr": lr, "ndcg@10": 0.05 + e(),
+                          "hit@10": 0.1, "epsilon_spent": 7.99}
+                         for m in ("transformer", "dpformer") for B in (256, 512) for lr in (0.005, 0.02)
+                         for s in NULL_SEEDS])
+    table2 = readouts.table2_amazon_like(null_table_runs(4), null_curves(5), refs(), EPS, grid)
+    assert table2["grid_seeds_per_cell"] == len(NULL_SEEDS)
+    not_held(verdicts({"table2_amazon_like": table2}),
+             ("table2_dpformer_ge_vanilla", "table2_vanilla_beats_untied", "table2_vanilla_beats_rnns",
+              "fig6_amazon_reattention_stabler", "fig7_dpformer_wins_diagonal"))
+
+
+def test_null_figure_2():
+    # every arm and every cell alike: no sharing effect and no batch-size or learning-rate effect
+    e = _noise(6)
+    grid = pd.DataFrame([{"method": m, "epsilon": 5, "seed": s, "batch_size": B, "lr": lr, "ndcg@10": 0.05 + e(),
+                          "hit@10": 0.1, "epsilon_spent": 4.99}
+                         for m in ("transformer", "transformer_untied", "transformer_untied_half")
+                         for B in (256, 512, 1024, 2048) for lr in (0.001, 0.005, 0.009) for s in NULL_SEEDS])
+    out = readouts.fig2_sharing_grid(grid, refs(False))
+    assert out["seeds_per_cell"] == len(NULL_SEEDS) and out["n_cells"] == 12
+    not_held(verdicts({"fig2_sharing_grid": out}), ("fig2_sharing_beats_untied", "fig2_best_large_batch_lr"))
+
+
+def test_null_figure_9():
+    e = _noise(7, 0.003)
+    rows = []
+    for s in NULL_SEEDS:
+        # KL and lean the same at every ε and for both methods; the non-private lean the same as vanilla's
+        models = [("non-private", None)] + [("transformer", eps) for eps in (5, 8, 10)] + [("dpformer", 5)]
+        for m, eps in models:
+            for block in (0, 1):
+                rows.append({"method": m, "epsilon": eps, "seed": s, "block": block,
+                             "KL_to_nonprivate": 0.0 if m == "non-private" else 0.02 + e(),
+                             "rarity_lean": 0.01 + e(), "rows": 10})
+    out = fig9(pd.DataFrame(rows), models=fig9_models(seeds=NULL_SEEDS))
+    assert out["best_dp_vs_most_popular"]["held"] is True
+    not_held(verdicts({"fig9_attention_shift": out}),
+             ("fig9_shift_shrinks_with_eps", "fig9_low_eps_leans_to_rare_items",
+              "fig9_reattention_lowers_rare_item_attention", "fig9_reattention_closer_to_nonprivate"))
+
+
+def null_premise(draw: int, mp: float = 0.3) -> dict:
+    e = _noise(draw, 0.004)
+    runs = pd.DataFrame([{"method": m, "label": m, "epsilon": eps, "seed": s, "ndcg@10": v, "hit@10": v + 0.1,
+                          "test_ce": 3 - v, "epsilon_spent": eps}
+                         for m in ("transformer", "dpformer") for eps in P_EPS for s in NULL_SEEDS
+                         for v in [0.6 + e()]])
+    curves = null_curves(draw + 1000, epsilons=P_EPS)
+    a = _noise(draw + 2000, 0.004)
+    attention = pd.DataFrame([{"method": m, "epsilon": eps, "seed": s, "tail_attention": 0.05 + a(),
+                               "trigger_attention": 0.6}
+                              for m, epss in (("non-private", [None]), ("transformer", P_EPS), ("dpformer", P_EPS))
+                              for eps in epss for s in NULL_SEEDS])
+    return readouts.premise_table(runs, curves, premise_refs(mp), P_EPS, attention, pd.DataFrame({"ndcg@10": [0.7]}))
+
+
+PREMISE_NULL = ("premise_dpformer_beats_vanilla", "premise_gain_grows_as_eps_shrinks", "premise_fig6_stabler",
+                "premise_dp_distracts_attention", "premise_reattention_lowers_tail_attention",
+                "premise_dpformer_gain_size")
+
+
+def test_null_premise_table():
+    out = null_premise(12)
+    assert out["dp_above_most_popular"]["held"] is True and out["rel_gain_mean_over_eps"]["n"] == len(NULL_SEEDS)
+    not_held(verdicts({"premise_table": out}), PREMISE_NULL)
+    # the setting check against MostPopular: DP models at the MostPopular level plus noise
+    row = verdicts({"premise_table": null_premise(12, mp=0.6)})["premise_setting_can_show"]
+    assert row["verdict"] != "held", row["reason"]
+
+
+def test_null_is_held_no_more_often_than_the_intervals_allow():
+    """Over 40 independent null draws a one-cell comparison is held with the t interval's one-sided
+    2.5 % (about 1 in 40): the readouts add no effect of their own. Allowed: 4 of 40 (P < 0.01 when
+    the rate is 2.5 %)."""
+    held = {cid: 0 for cid in PREMISE_NULL}
+    for draw in range(100, 140):
+        rows = verdicts({"premise_table": null_premise(draw)})
+        for cid in PREMISE_NULL:
+            held[cid] += rows[cid]["verdict"] == "held"
+    assert max(held.values()) <= 4, held
+
+
+def test_null_premise_sharing_grid():
+    e = _noise(11, 0.004)
+    sharing = pd.DataFrame([{"method": m, "epsilon": 3, "seed": s, "ndcg@10": 0.55 + e(), "epsilon_spent": 3}
+                            for m in ("transformer", "transformer_untied", "transformer_untied_half")
+                            for s in NULL_SEEDS])
+    grid = pd.DataFrame([{"method": m, "epsilon": 8, "seed": s, "batch_size": B, "lr": lr, "ndcg@10": 0.6 + e(),
+                          "epsilon_spent": 8}
+                         for B, lr in ((250, 0.005), (250, 0.01), (500, 0.005), (500, 0.01))
+                         for m in ("transformer", "dpformer") for s in NULL_SEEDS])
+    out = readouts.premise_sharing_grid(sharing, grid, premise_refs(), 3)
+    assert out["sharing_above_most_popular"]["held"] is True and out["grid_above_most_popular"]["held"] is True
+    not_held(verdicts({"premise_sharing_grid": out}),
+             ("premise_fig2_sharing_beats_untied", "premise_fig7_dpformer_wins_diagonal"))

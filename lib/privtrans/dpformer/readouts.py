@@ -116,6 +116,11 @@ def fig3_memory_speed(measured: pd.DataFrame, modelled: pd.DataFrame, isolated: 
         "ghost_unchunked_points": int(len(ghost)),
         "isolated": bool(isolated),
         "modelled_max_batch_ratio": [float(v) for v in modelled["Phantom / paper-style Ghost"]],
+        # the same per vocabulary size, so that a claim can pick the paper's datasets' M by value
+        "modelled_max_batch_by_M": [
+            {"M": int(M), "phantom_over_ghost": float(r["Phantom / paper-style Ghost"]),
+             "phantom_over_nonprivate": num(r["Phantom / non-private"]) if "Phantom / non-private" in r else None}
+            for M, r in modelled.iterrows()],
     }
 
 
@@ -139,6 +144,8 @@ def fig2_sharing_grid(grid: pd.DataFrame, refs: pd.DataFrame) -> dict:
     tied_seeds = _cell_seeds(grid, experiments.TIED)
     largest_vs = [paired_keyed(tied_seeds[largest], v, batch_size=c[0], lr=c[1])
                   for c, v in sorted(tied_seeds.items()) if c != largest]
+    large_vs_small = {m: large_vs_small_halves(_cell_seeds(grid, m))
+                      for m in (experiments.TIED, *experiments.UNTIED_ARMS)}
     return {
         "seeds": _seeds(grid),
         "seeds_per_cell": int(min(len(v) for v in tied_seeds.values())),
@@ -153,8 +160,49 @@ def fig2_sharing_grid(grid: pd.DataFrame, refs: pd.DataFrame) -> dict:
         "best_shared_is_largest": bool(best == largest),
         "largest_vs_other_cells": largest_vs,
         "largest_cell_beats_others": all_held(largest_vs),
+        "large_vs_small": large_vs_small,
         "best_ndcg": {m: float(cells[m].max()) for m in (experiments.TIED, *experiments.UNTIED_ARMS)},
         "epsilon_spent": num(grid.epsilon_spent.max()),
+    }
+
+
+def _halves(values) -> tuple[list, list]:
+    """The lower and the upper half of the sorted distinct ``values`` (an odd count leaves the middle
+    one in neither); two empty lists with fewer than two values."""
+    v = sorted(set(values))
+    k = len(v) // 2
+    return (v[:k], v[-k:]) if k else ([], [])
+
+
+def _best_per_seed(cells: dict, keep) -> dict:
+    """{seed: the best value over the cells ``keep`` selects}, on the seeds every selected cell ran."""
+    chosen = [v for c, v in cells.items() if keep(c)]
+    if not chosen:
+        return {}
+    seeds = set.intersection(*(set(v) for v in chosen))
+    return {s: max(v[s] for v in chosen) for s in sorted(seeds)}
+
+
+def large_vs_small_halves(cells: dict) -> dict:
+    """Figure 2's "the optimum uses a large batch size (with a large learning rate)" on one arm's grid
+    ``{(B, lr): {seed: NDCG@10}}``, judged per seed on the best cell of each half of the grid:
+
+    * ``batch_size``: best cell with B in the upper half of the grid's batch sizes − best cell with B in
+      the lower half;
+    * ``lr``: among the upper-half batch sizes, best cell with lr in the upper half of the learning
+      rates − best with lr in the lower half.
+
+    Both halves hold the same number of cells, so taking each half's maximum favours neither. Paired
+    intervals across seeds (a grid with one seed per cell gives none)."""
+    small_b, large_b = _halves(B for B, _ in cells)
+    small_lr, large_lr = _halves(lr for _, lr in cells)
+    return {
+        "batch_size": paired_keyed(_best_per_seed(cells, lambda c: c[0] in large_b),
+                                   _best_per_seed(cells, lambda c: c[0] in small_b),
+                                   large=large_b, small=small_b),
+        "lr": paired_keyed(_best_per_seed(cells, lambda c: c[0] in large_b and c[1] in large_lr),
+                           _best_per_seed(cells, lambda c: c[0] in large_b and c[1] in small_lr),
+                           large=large_lr, small=small_lr, at_batch_sizes=large_b),
     }
 
 
@@ -381,7 +429,18 @@ def _relative_gain(runs: pd.DataFrame, epsilon) -> dict:
     return {s: d[s] / v[s] - 1 for s in d.keys() & v.keys() if v[s] > 0}
 
 
-REL_GAIN_MARGIN = 0.01
+# Half the paper's "around 20% on average" (Tables 1-2: +5.4 % to +29 %, mean +19.7 %): the size the
+# premise claim's gain must clear (the claims file states the same margin; the engine judges with it).
+REL_GAIN_MARGIN = 0.10
+
+
+def _mean_over_eps(gains: dict) -> dict:
+    """{seed: mean over ε of DPFormer / vanilla − 1} on the seeds that ran at every ε."""
+    per = [g for g in gains.values()]
+    if not per or not all(per):
+        return {}
+    seeds = set.intersection(*(set(g) for g in per))
+    return {s: float(np.mean([g[s] for g in per])) for s in sorted(seeds)}
 
 
 def premise_table(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons,
@@ -421,10 +480,12 @@ def premise_table(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
         "dpformer_lower_ce_all": all_held(ce),
         "dpformer_gain_clears_margin_all": None,   # filled below
         "rel_gain_by_eps": [num(np.mean(list(g.values()))) if g else None for g in gains.values()],
-        # the size of the gain: DPFormer / vanilla − 1 per seed, against a margin of +1 % (a fifth of
-        # the paper's smallest relative gain, +5.4 % at ε = 10 in Table 1)
+        # the size of the gain: DPFormer / vanilla − 1 per seed, per ε and averaged over ε (the paper's
+        # "around 20% on average"), against REL_GAIN_MARGIN
         "rel_gain_vs_margin": [paired_keyed(g, {s: 0.0 for s in g}, margin=REL_GAIN_MARGIN, epsilon=e)
                                for e, g in gains.items()],
+        "rel_gain_mean_over_eps": paired_keyed(_mean_over_eps(gains), {s: 0.0 for s in _mean_over_eps(gains)},
+                                               margin=REL_GAIN_MARGIN, epsilons=eps),
         "rel_gain_margin": REL_GAIN_MARGIN,
         "gain_grows_as_eps_shrinks": paired_keyed(gains[eps[0]], gains[eps[-1]]) if len(eps) > 1 else
         paired_keyed({}, {}),
@@ -553,10 +614,13 @@ def _frac_true(flags) -> float | None:
     return None if not flags or any(f is None for f in flags) else float(np.mean(flags))
 
 
-def fig9_attention_shift(shift: pd.DataFrame, epsilons, models: pd.DataFrame) -> dict:
+def fig9_attention_shift(shift: pd.DataFrame, epsilons, models: pd.DataFrame,
+                         refs: pd.DataFrame | None = None) -> dict:
     """Figure 9: mean KL to the non-private attention and rarity lean per method and ε (over seeds
     and blocks), and on what share of seeds each comparison holds. ``models`` has one row per model
-    (method, epsilon, seed, NDCG@10)."""
+    (method, epsilon, seed, NDCG@10); ``refs`` (``experiments.reference_rows``) gives MostPopular, the
+    anchor of the precondition that some DP model has learnt more than item popularity (as for
+    Table 1, whose models these are); without it that precondition is None (not judged)."""
     _require(shift, ["method", "epsilon", "seed", "KL_to_nonprivate", "rarity_lean"], "the shift table")
     cols = ["KL_to_nonprivate", "rarity_lean"]
     v = _fig9_views(shift.groupby(["method", "epsilon"], dropna=False)[cols].mean(), epsilons)
@@ -569,8 +633,8 @@ def fig9_attention_shift(shift: pd.DataFrame, epsilons, models: pd.DataFrame) ->
         vals = {s: (w[name] if i is None else w[name][i]) for s, w in by_seed.items()}
         return {s: x for s, x in vals.items() if x is not None}
 
-    n_eps = len(v["kl_by_eps"])
-    kl_steps = [paired_keyed(col("kl_by_eps", i), col("kl_by_eps", i + 1), step=f"{i} -> {i + 1}")
+    n_eps, eps = len(v["kl_by_eps"]), sorted(epsilons)
+    kl_steps = [paired_keyed(col("kl_by_eps", i), col("kl_by_eps", i + 1), step=f"ε {eps[i]:g} → {eps[i + 1]:g}")
                 for i in range(n_eps - 1)]
     lean_vs = [paired_keyed(col("lean_low"), col("lean_high"), vs="ε high"),
                paired_keyed(col("lean_low"), col("lean_nonprivate"), vs="non-private")]
@@ -590,4 +654,14 @@ def fig9_attention_shift(shift: pd.DataFrame, epsilons, models: pd.DataFrame) ->
         "seeds_dpformer_lean_below": _frac_true([_lt(s["dpformer_lean_low"], s["lean_low"]) for s in per_seed]),
         "seeds_dpformer_kl_below": _frac_true([_lt(s["dpformer_kl_low"], s["kl_low"]) for s in per_seed]),
         "ndcg": models.groupby(["method", "epsilon"], dropna=False)["NDCG@10"].mean().reset_index().to_dict("records"),
+        "best_dp_vs_most_popular": _dp_vs_most_popular(models, refs),
     }
+
+
+def _dp_vs_most_popular(models: pd.DataFrame, refs: pd.DataFrame | None) -> dict:
+    """``above_reference`` over the DP models of ``models`` (NDCG@10 per method, ε, seed)."""
+    if refs is None:
+        return {"method": None, "epsilon": None, "held": None, "reason": "no MostPopular reference given"}
+    _require(models, ["method", "epsilon", "seed", "NDCG@10"], "the models table")
+    dp = models[models.epsilon.notna() & (models.method != NON_PRIVATE)].rename(columns={"NDCG@10": "ndcg@10"})
+    return above_reference(dp, sorted(dp.epsilon.unique()), sorted(dp.method.unique()), _ref(refs, "most_popular"))
