@@ -76,11 +76,16 @@ def _share(t: pd.DataFrame, row: str, groups) -> float:
 
 def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
     """Figure 1 from ``cost_experiments.fig1_shares``: the nonlinear share of the encoder pass and
-    the Embed + Gen share of generation, in time and in bytes."""
+    the Embed + Gen share of generation, in time and in bytes, and the largest group's share of
+    each pass's time (the paper's Figure 1 is time only: "more balanced" = a smaller largest share)."""
     s, b = shares["seconds"], shares["bytes"]
     for t in (s, b):
         _need(t.index, [C.ENCODER, C.GENERATOR], "Figure 1 shares")
     return dict(
+        enc_time_share_largest=float(s.loc[C.ENCODER].max()),
+        gen_time_share_largest=float(s.loc[C.GENERATOR].max()),
+        enc_time_largest_group=str(s.loc[C.ENCODER].idxmax()),
+        gen_time_largest_group=str(s.loc[C.GENERATOR].idxmax()),
         enc_time_share_softmax_act_norm=_share(s, C.ENCODER, NONLINEAR),
         enc_time_share_softmax_act=_share(s, C.ENCODER, ("Softmax", "Act")),
         gen_time_share_embed_gen=_share(s, C.GENERATOR, EMBED_GEN),
@@ -125,7 +130,19 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
     out["network_merge_fastest_gpt2"] = _is_best(out["speedup_network_gpt2"], "merge", max)
     out["network_merge_fastest_t5"] = _is_best(out["speedup_network_t5"], "merge", max)
     out["network_baselines_max_speedup"] = max(out["speedup_network_gpt2"][v] for v in BASELINES)
+    out["network_baselines_max_speedup_t5"] = max(out["speedup_network_t5"][v] for v in BASELINES)
+    # Table 2's "98% and 25% on embedding table query and linear operation" at the paper's GPT-2 shape
+    out["embed_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Embed")
+    out["linear_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Linear")
     return out
+
+
+def _closed_form_cut(side: pd.DataFrame, group: str) -> float | None:
+    """ER+MM's cut of one group's closed-form bytes against CrypTen's (``closed_form_vs_paper``)."""
+    col = f"{group} GiB (closed form)"
+    _need(side.columns, [col], "closed form beside the paper")
+    _need(side.index, [BASE, "merge"], f"closed-form {group} bytes")
+    return _cut(float(side.loc["merge", col]), float(side.loc[BASE, col]))
 
 
 def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
@@ -190,6 +207,10 @@ def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_l
         network_speedup_by_length={str(n): float(network_by_length[n]) for n in lengths},
         network_speedup_short=float(network_by_length[lengths[0]]),
         network_speedup_long=float(network_by_length[lengths[-1]]),
+        # the paper's two points: 7.75x at length 128 (Table 1), 26.5x at 512 (Sec. 6); None if not modelled
+        network_speedup_128=num(network_by_length.get(128)),
+        network_speedup_512=num(network_by_length.get(512)),
+        network_speedup_growth_128_512=ratio(network_by_length.get(512), network_by_length.get(128)),
         len64_saved_with_argmax=float(by_count[C.WITH_ARGMAX]),
         len64_saved_without_argmax=float(by_count[C.WITHOUT_ARGMAX]),
     )
@@ -264,6 +285,10 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
     return dict(
         per_task=rec,
         tasks=list(tasks),
+        # per task, for the claims' readings (claims cannot index per_task by a task name)
+        chrf_teacher_er_no_train={t: {"teacher": r["metrics"]["chrF++"][TEACHER],
+                                      "ER (no train)": r["metrics"]["chrF++"][ER_NO_TRAIN]} for t, r in rec.items()},
+        merge_gap_bertproxy_by_task=dict(zip(rec, gaps)),
         max_er_no_train_chrf_ratio=strict(max, [r["er_no_train_chrf_ratio"] for r in rec.values()]),
         max_merge_gap_bertproxy=strict(max, gaps),
         min_merge_over_sf2relu_chrf=strict(min, [r["merge_over_sf2relu_chrf"] for r in rec.values()]),
@@ -273,6 +298,9 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
                             for k in ("only_er_closer_than_merge", "only_mm_closer_than_merge")),
         n_single_pairs=2 * len(rec),
         sf2quad_or_thex_failed=any(r["status"][m] == "diverged" for r in rec.values() for m in OOT_CANDIDATES),
+        # the paper: both OOT on every task; a cell = (task, model)
+        n_sf2quad_thex_failed=sum(r["status"][m] == "diverged" for r in rec.values() for m in OOT_CANDIDATES),
+        n_sf2quad_thex=len(OOT_CANDIDATES) * len(rec),
     )
 
 
@@ -309,6 +337,8 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
     mid = lambda t, v: rec[t][v]["chrF++"]["mid_mean"]  # noqa: E731
     return dict(
         readout=rec,
+        chrf_clean_and_noisiest={t: {v: [rec[t][v]["chrF++"]["clean"], rec[t][v]["chrF++"]["max_noise"]]
+                                     for v in variants} for t in tasks},
         teacher_rel_drop_chrf={t: rec[t]["teacher"]["chrF++"]["rel_drop"] for t in tasks},
         # a pair whose drop is undefined does not count as more robust
         n_er_trained_more_robust=sum(more_robust(t, v) is True for t, v in trained),
@@ -339,7 +369,7 @@ def private_generation(results: dict, cost: pd.DataFrame, n_new: int) -> dict:
 
 def paper_table3_text_vs_table(paper: pd.DataFrame, tol: float = 5e-4) -> pd.DataFrame:
     """The paper against itself: per task, how much lower MERGE's BERTScore is than MPCformer
-    (sf2relu)'s in its Table 3, and by how much its text says it is lower (Sec. 4.2). The two agree
+    (sf2relu)'s in its Table 3, and by how much its text says it is lower (§5.4). The two agree
     where they differ by at most ``tol`` (the table's rounding)."""
     rows = []
     for task, g in paper.groupby("task", sort=False):
