@@ -241,12 +241,16 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
         row["seeds"] = _seeds(res)
         try:
             row["value"] = _plain(expression(c["value"], env))
-            if c.get("reading_value"):
-                row["reading_value"] = _plain(expression(c["reading_value"], env))
             verdict, reason = decide(c, env)
         except EVAL_ERRORS as e:
             row["reason"] = _cannot(e)
             continue
+        if c.get("reading_value"):  # an explanation that cannot be read is not shown; the verdict stands
+            try:
+                row["reading_value"] = _plain(expression(c["reading_value"], env))
+            except EVAL_ERRORS as e:
+                row["reading"] = ""
+                row["reading_value"] = f"cannot evaluate: {type(e).__name__}: {e}"
         judged = c.get("profiles")
         if judged and profile not in judged and verdict != V.NOT_JUDGED:
             row["reason"] = (f"not judged at profile {profile!r} (judged at {', '.join(judged)}); "
@@ -357,7 +361,9 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
             untested = [r["id"] for r in sub if not r.get("paper_self_test")]
             lines += ["", "The paper's self-test (the claim's condition on the paper's own tabulated numbers, "
                       f"taken as exact) runs on {len(sub) - len(untested)} of these {len(sub)} claims; "
-                      + (f"the paper tabulates no values to run it on for {', '.join(f'`{i}`' for i in untested)}."
+                      + (f"it has nothing to run on for {', '.join(f'`{i}`' for i in untested)} (the paper "
+                         "tabulates no numbers for the comparison, or the claim compares our numbers with the "
+                         "paper's own, which the paper passes trivially)."
                          if untested else "every claim has tabulated values.")]
     return "\n".join(lines) + "\n"
 
