@@ -1,6 +1,8 @@
-"""privtrans.dp_icl.readouts on small hand-made summaries (no Monte Carlo): the recorded values, and
-the verdicts data/dp_icl/claims.yaml gives on them, including the inputs that must make a claim fail
-and the missing cells that must stop a readout rather than turn into 0 or a pass."""
+"""privtrans.dp_icl.readouts on small hand-made summaries and runs (no Monte Carlo): the recorded
+values, and the verdicts data/dp_icl/claims.yaml gives on them (held, contradicted, inconclusive,
+not judged), including the inputs that must make a claim fail, the null inputs (no effect plus
+noise) that must never make a comparison held, and the missing cells that must stop a readout
+rather than turn into 0 or a pass."""
 
 from __future__ import annotations
 
@@ -18,12 +20,31 @@ from privtrans.dp_icl import readouts, reference
 NS = [1000, 2000, 4000]
 EPS = [0.2, 0.4, 0.6, 0.8]
 
+#: every "A beats B" claim (an interval claim with margin >= 0), fed A = B plus noise through its
+#: readout below and shown not to be held; and the equivalence claims of Figure 5, fed a ratio on the
+#: edge of their margin
+NULL_TESTED = {
+    "fig1_falls_with_n", "fig1_falls_between_consecutive_n", "fig1_rises_as_eps_falls",
+    "fig2_falls_with_n_and_eps", "fig3_u_shape", "fig6_early_stopping_text",
+    "fig4_dp_beats_ridge", "fig4_ridge_grows_with_p", "fig4_theorem_noisyhead_beats_ridge",
+    "fig4_theorem_ridge_grows", "fig5_parity_with_dpsgd", "fig5_tight_on_par_with_dpsgd",
+}
+
 
 # ------------------------------------------------------------------------------------ fixtures
 def summary(method: str, cells: dict, **extra) -> pd.DataFrame:
     """A ``summarise`` frame: {(N, eps): mean} -> one row per cell (sd, n, se filled in)."""
     return pd.DataFrame([dict(method=method, N=N, eps=e, mean=m, sd=0.1 * m, n=10, se=0.1 * m / math.sqrt(10),
                               **extra) for (N, e), m in cells.items()])
+
+
+def noisy_summary(method: str, f, Ns=NS, eps=EPS, reps=8, noise=0.3, seed=0, **extra) -> pd.DataFrame:
+    """``summarise`` of ``reps`` repetitions per cell, each f(N, eps) times (1 + noise * a standard
+    normal draw): real repetitions, so the intervals come from their spread."""
+    rng = np.random.default_rng(seed)
+    rows = [dict(method=method, N=N, eps=e, rep=r, excess=f(N, e) * (1 + noise * rng.standard_normal()), **extra)
+            for N in Ns for e in eps for r in range(reps)]
+    return ex.summarise(pd.DataFrame(rows), ["method", *extra, "N", "eps"], "excess")
 
 
 def power_law(N, e, a=-1.0, b=-2.0, c=1.0):
@@ -35,10 +56,13 @@ def grid(f, Ns=NS, eps=EPS):
     return {(N, e): f(N, e) for N in Ns for e in eps}
 
 
+def gd_rows(Ns=NS):
+    return pd.DataFrame([dict(method=ex.GD, N=N, eps=np.nan, mean=1e-6, sd=0.0, n=10, se=0.0) for N in Ns])
+
+
 def fig1_summary(f=power_law, drop=()) -> pd.DataFrame:
     cells = {k: v for k, v in grid(f).items() if k not in drop}
-    gd = pd.DataFrame([dict(method=ex.GD, N=N, eps=np.nan, mean=1e-6, sd=0.0, n=10, se=0.0) for N in NS])
-    return pd.concat([summary(ex.noisyhead(), cells), gd], ignore_index=True)
+    return pd.concat([summary(ex.noisyhead(), cells), gd_rows()], ignore_index=True)
 
 
 def authors(figure: str, cells: dict, quantity: str = "dp_excess", **extra) -> pd.DataFrame:
@@ -60,6 +84,10 @@ def verdicts(values: dict[str, dict], profile: str = "ci") -> dict[str, dict]:
     return {r["id"]: r for r in claims.evaluate("dp_icl", doc, results, profile)}
 
 
+def verdict(values: dict[str, dict], cid: str) -> str:
+    return verdicts(values)[cid]["verdict"]
+
+
 # ------------------------------------------------------------------------------------ helpers
 def test_frac_decreasing_and_slope():
     assert readouts.frac_decreasing([3, 2, 1]) == 1.0
@@ -67,6 +95,17 @@ def test_frac_decreasing_and_slope():
     assert readouts.frac_decreasing([3]) is None                   # nothing to compare, not 0
     assert readouts.loglog_slope([1, 2, 4], [1, 0.25, 1 / 16]) == pytest.approx(-2.0)
     assert readouts.loglog_slope([1, 2], [1, 0.5]) is None           # two points fit any line
+
+
+def test_difference_interval_by_hand():
+    """a − b with a t interval (smaller count − 1 degrees of freedom) on the two standard errors."""
+    from scipy import stats
+
+    c = readouts.difference(3.0, 0.3, 10, 1.0, 0.4, 12)
+    h = stats.t.ppf(0.975, 9) * 0.5
+    assert c == pytest.approx({"mean": 2.0, "lo": 2.0 - h, "hi": 2.0 + h, "n": 10, "confidence": 0.95})
+    one = readouts.difference(3.0, np.nan, 1, 1.0, 0.4, 12)     # one repetition: no interval, not judged
+    assert one["lo"] is None and one["hi"] is None and one["n"] == 1
 
 
 def test_matched_joins_only_settings_both_have():
@@ -84,6 +123,9 @@ def test_matched_joins_only_settings_both_have():
 
 
 # ------------------------------------------------------------------------------------ Figure 1
+FIG1_INTERVALS = ("fig1_falls_with_n", "fig1_falls_between_consecutive_n", "fig1_rises_as_eps_falls")
+
+
 def test_fig1_values_by_hand():
     ref = authors("fig1", {(N, e): 0.5 * power_law(N, e) for N in (1000, 2000) for e in EPS})
     out = readouts.fig1_low_dim(fig1_summary(), ref, NS, EPS)
@@ -99,43 +141,76 @@ def test_fig1_values_by_hand():
     assert out["max_abs_log_ratio_to_authors"] == pytest.approx(math.log(2))
     assert out["gd_floor"] == pytest.approx(1e-6)
     assert out["excess_at_min_eps"] == pytest.approx({"1000": 25.0, "2000": 12.5, "4000": 6.25})
+    # the intervals the claims judge: the fall N = 1000 -> 4000 is 25 - 6.25 at eps = 0.2
+    assert set(out["fall_first_to_last_n"]) == {"ε=0.2", "ε=0.4", "ε=0.6", "ε=0.8"}
+    assert out["fall_first_to_last_n"]["ε=0.2"]["mean"] == pytest.approx(25 - 6.25)
+    assert len(out["rise_as_eps_falls"]) == 3 * 3                    # three N, three neighbouring eps
+    assert out["rise_as_eps_falls"]["N=1000 ε 0.2→0.4"]["mean"] == pytest.approx(25 - 6.25)
+    rows = verdicts({"fig1_low_dim": out})
+    assert {cid: rows[cid]["verdict"] for cid in FIG1_INTERVALS} == dict.fromkeys(FIG1_INTERVALS, "held")
+    assert rows["fig1_matches_authors_csv"]["verdict"] == "contradicted"      # twice the authors'
 
 
-def test_fig1_rise_with_n_at_one_eps_fails_the_claim():
+def test_fig1_rise_with_n_at_one_eps_contradicts_the_claim():
     bump = lambda N, e: power_law(N, e) * (10 if (N == 4000 and e == 0.2) else 1)  # noqa: E731
     out = readouts.fig1_low_dim(fig1_summary(bump), elsewhere("fig1"), NS, EPS)
     assert out["fall_ratio"]["0.2"] > 1
     assert out["all_fall_with_n"] is False
     assert out["frac_consecutive_decreasing"] == pytest.approx(7 / 8)
-    assert verdicts({"fig1_low_dim": out})["fig1_falls_with_n"]["held"] is False
+    assert out["fall_first_to_last_n"]["ε=0.2"]["hi"] < 0
+    assert verdict({"fig1_low_dim": out}, "fig1_falls_with_n") == "contradicted"
+
+
+def test_fig1_falls_with_n_inconclusive_when_the_fall_is_within_the_noise():
+    s = fig1_summary()
+    s.loc[s.method == ex.noisyhead(), "se"] *= 100
+    out = readouts.fig1_low_dim(s, elsewhere("fig1"), NS, EPS)
+    row = verdicts({"fig1_low_dim": out})["fig1_falls_with_n"]
+    assert row["verdict"] == "inconclusive" and row["held"] is False
+    assert "seeds" in row["reason"]
 
 
 def test_fig1_consecutive_steps_need_their_interval_to_clear_zero():
     tight = readouts.fig1_low_dim(fig1_summary(), elsewhere("fig1"), NS, EPS)
     assert tight["consecutive_pairs"] == 2 * len(EPS) and tight["consecutive_falls"] == tight["consecutive_pairs"]
-    assert verdicts({"fig1_low_dim": tight})["fig1_falls_between_consecutive_n"]["held"] is True
-    # one clear rise between neighbouring N: not held, and named
+    assert verdict({"fig1_low_dim": tight}, "fig1_falls_between_consecutive_n") == "held"
+    # one clear rise between neighbouring N: named, and allowed (the authors' own CSV has one)
     bump = lambda N, e: power_law(N, e) * (10 if (N == 4000 and e == 0.2) else 1)  # noqa: E731
     out = readouts.fig1_low_dim(fig1_summary(bump), elsewhere("fig1"), NS, EPS)
     assert out["consecutive_rises"] == 1 and out["consecutive_rise_at"] == ["ε=0.2: N 2000→4000"]
-    assert verdicts({"fig1_low_dim": out})["fig1_falls_between_consecutive_n"]["held"] is False
-    # a fall smaller than its noise: unresolved, so the claim is not judged rather than held
+    assert verdict({"fig1_low_dim": out}, "fig1_falls_between_consecutive_n") == "held"
+    # two clear rises: contradicted
+    two = lambda N, e: power_law(N, e) * (10 if (N == 4000 and e in (0.2, 0.4)) else 1)  # noqa: E731
+    out = readouts.fig1_low_dim(fig1_summary(two), elsewhere("fig1"), NS, EPS)
+    assert out["consecutive_rises"] == 2
+    assert verdict({"fig1_low_dim": out}, "fig1_falls_between_consecutive_n") == "contradicted"
+    # a fall smaller than its noise: unresolved, so inconclusive rather than held
     s = fig1_summary()
     s.loc[s.method == ex.noisyhead(), "se"] *= 100
     noisy = readouts.fig1_low_dim(s, elsewhere("fig1"), NS, EPS)
     assert noisy["consecutive_unresolved"] > 0 and noisy["consecutive_rises"] == 0
-    row = verdicts({"fig1_low_dim": noisy})["fig1_falls_between_consecutive_n"]
-    assert row["held"] is None and "precondition failed" in row["reason"]
+    assert verdict({"fig1_low_dim": noisy}, "fig1_falls_between_consecutive_n") == "inconclusive"
     # a tie is never a fall
     flat = readouts.consecutive_changes(summary(ex.noisyhead(), grid(lambda N, e: 1.0)), NS, EPS)
     assert flat["consecutive_falls"] == 0
 
 
-def test_fig1_eps_order_violated_lowers_frac_ordered():
+def test_fig1_eps_order_violated_contradicts_the_claim():
     flat = lambda N, e: power_law(N, e) if e != 0.8 else power_law(N, 0.4)  # noqa: E731  eps 0.8 above 0.6
     out = readouts.fig1_low_dim(fig1_summary(flat), elsewhere("fig1"), NS, EPS)
     assert out["frac_ordered_by_eps"] == pytest.approx(2 / 3)
-    assert verdicts({"fig1_low_dim": out})["fig1_rises_as_eps_falls"]["held"] is False
+    assert out["rise_as_eps_falls"]["N=1000 ε 0.6→0.8"]["hi"] < 0
+    assert verdict({"fig1_low_dim": out}, "fig1_rises_as_eps_falls") == "contradicted"
+
+
+def test_fig1_null_no_trend_is_never_held():
+    """The same excess risk at every N and eps, plus noise, over 8 repetitions: no claim of a trend holds."""
+    for seed in range(5):
+        s = pd.concat([noisy_summary(ex.noisyhead(), lambda N, e: 1.0, seed=seed), gd_rows()], ignore_index=True)
+        out = readouts.fig1_low_dim(s, elsewhere("fig1"), NS, EPS)
+        rows = verdicts({"fig1_low_dim": out})
+        for cid in FIG1_INTERVALS:
+            assert rows[cid]["verdict"] != "held", (seed, cid, rows[cid]["reason"])
 
 
 @pytest.mark.parametrize("broken", ["drop", "nan", "zero"])
@@ -161,12 +236,13 @@ def test_fig1_undefined_values_are_none():
     s = fig1_summary()
     out = readouts.fig1_low_dim(s[s.N == 1000], authors("fig1", {(3000, 0.2): 1.0}), [1000], EPS)
     for k in ("fall_ratio", "all_fall_with_n", "frac_consecutive_decreasing", "slope_in_n",
-              "median_ratio_to_authors", "max_abs_log_ratio_to_authors"):
+              "median_ratio_to_authors", "max_abs_log_ratio_to_authors", "fall_first_to_last_n"):
         assert out[k] is None, k
     rows = verdicts({"fig1_low_dim": out})
-    assert rows["fig1_matches_authors_csv"]["held"] is None
-    assert "cannot evaluate" in rows["fig1_matches_authors_csv"]["reason"]
-    assert rows["fig1_falls_with_n"]["held"] is not True
+    assert rows["fig1_matches_authors_csv"]["verdict"] == "not judged"
+    assert "not computed" in rows["fig1_matches_authors_csv"]["reason"]
+    assert rows["fig1_falls_with_n"]["verdict"] == "not judged"
+    assert rows["fig1_falls_between_consecutive_n"]["verdict"] == "not judged"
 
 
 # ------------------------------------------------------------------------------------ Figure 2
@@ -186,10 +262,22 @@ def test_fig2_is_judged_at_the_given_delta():
     assert at_paper["dp_over_gd_at_min_eps"] == pytest.approx(16.0)
     # the authors' CSV is matched on delta too: only the delta = 1e-2 cell at N = 1000
     assert at_paper["ratio_to_authors"] == pytest.approx({"N=1000 δ=0.01 ε=0.2": power_law(1000, 0.2, a=1) / 50})
-    assert verdicts({"fig2_high_dim": at_paper})["fig2_falls_with_n_and_eps"]["held"] is True
+    cells = at_paper["falls_with_n_and_eps"]
+    assert set(cells["with N"]) == {"ε=0.2", "ε=0.4", "ε=0.6", "ε=0.8"}
+    assert set(cells["with ε"]) == {"N=1000", "N=2000", "N=4000"}
+    assert cells["with ε"]["N=1000"]["mean"] == pytest.approx(25 - 25 / 16)
+    assert verdict({"fig2_high_dim": at_paper}, "fig2_falls_with_n_and_eps") == "held"
     at_code = readouts.fig2_high_dim(fig2_summary(), ref, NS, EPS, 1e-2)       # rises with N there
     assert at_code["frac_consecutive_decreasing_in_n"] == 0.0
-    assert verdicts({"fig2_high_dim": at_code})["fig2_falls_with_n_and_eps"]["held"] is False
+    assert verdict({"fig2_high_dim": at_code}, "fig2_falls_with_n_and_eps") == "contradicted"
+
+
+def test_fig2_null_no_trend_is_never_held():
+    for seed in range(5):
+        s = pd.concat([noisy_summary(ex.noisyhead(), lambda N, e: 1e-4, seed=seed, delta=1e-5),
+                       fig2_summary()[lambda d: d.method == ex.GD]], ignore_index=True)
+        out = readouts.fig2_high_dim(s, elsewhere("fig2", delta=1e-2), NS, EPS, 1e-5)
+        assert verdict({"fig2_high_dim": out}, "fig2_falls_with_n_and_eps") != "held", seed
 
 
 def test_fig2_unknown_delta_raises_and_no_overlap_is_none():
@@ -204,41 +292,77 @@ TS = [1, 50, 100, 200]
 U = {1: 8.0, 50: 1.0, 100: 2.0, 200: 4.0}       # minimum at T = 50, 4x higher at the end
 
 
-def by_t(values: dict) -> pd.DataFrame:
-    return pd.DataFrame([dict(T=t, mean=v, sd=0.0, n=1, se=0.0) for t, v in values.items()])
+def by_t(values: dict, rel_se: float = 0.01, n: int = 10) -> pd.DataFrame:
+    return pd.DataFrame([dict(T=t, mean=v, sd=rel_se * v * math.sqrt(n), n=n, se=rel_se * v)
+                         for t, v in values.items()])
+
+
+def noisy_by_t(f, reps=8, noise=0.3, seed=0, col="x") -> pd.DataFrame:
+    """``summarise`` of ``reps`` runs per T, each f(T) times (1 + noise * a standard normal draw)."""
+    rng = np.random.default_rng(seed)
+    rows = [dict(rep=r, T=t, **{col: f(t) * (1 + noise * rng.standard_normal())}) for t in TS for r in range(reps)]
+    return ex.summarise(pd.DataFrame(rows), ["T"], col)
 
 
 def test_fig3_u_shape_by_hand():
     out = readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), by_t(U), TS)
+    cells = out.pop("privacy_u_shape")
     assert out == {"t_argmin_privacy": 50, "interior_minimum": True, "rise_after_min": 4.0,
-                   "drop_before_min": 8.0, "descent_frac_decreasing": 1.0, "min_privacy_cost": 1.0}
-    assert verdicts({"fig3_early_stopping": out})["fig3_u_shape"]["held"] is True
+                   "drop_before_min": 8.0, "descent_frac_decreasing": 1.0, "min_privacy_cost": 1.0,
+                   "t_star_privacy": 50}
+    assert cells["falls from T=1 to T*=50"]["mean"] == pytest.approx(7.0)
+    assert cells["rises from T*=50 to T=200"]["mean"] == pytest.approx(3.0)
+    rows = verdicts({"fig3_early_stopping": {**out, "privacy_u_shape": cells}})
+    assert rows["fig3_u_shape"]["verdict"] == "held" and rows["fig3_descent_falls"]["verdict"] == "held"
 
 
-def test_fig3_monotone_privacy_cost_fails_the_claim():
+def test_fig3_monotone_privacy_cost_contradicts_the_claim():
     out = readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), by_t({t: 1 / t for t in TS}), TS)
     assert out["interior_minimum"] is False and out["t_argmin_privacy"] == 200 and out["rise_after_min"] == 1.0
-    assert verdicts({"fig3_early_stopping": out})["fig3_u_shape"]["held"] is False
+    assert out["t_star_privacy"] == 100                    # the interior T with the smallest mean
+    assert out["privacy_u_shape"]["rises from T*=100 to T=200"]["hi"] < 0
+    assert verdict({"fig3_early_stopping": out}, "fig3_u_shape") == "contradicted"
     rising_descent = readouts.fig3_early_stopping(by_t({1: 1.0, 50: 0.5, 100: 0.6, 200: 0.1}), by_t(U), TS)
     assert rising_descent["descent_frac_decreasing"] == pytest.approx(2 / 3)
-    assert verdicts({"fig3_early_stopping": rising_descent})["fig3_u_shape"]["held"] is False
+    rows = verdicts({"fig3_early_stopping": rising_descent})
+    assert rows["fig3_descent_falls"]["verdict"] == "contradicted" and rows["fig3_u_shape"]["verdict"] == "held"
+
+
+def test_fig3_and_fig6_null_flat_curve_is_never_held():
+    for seed in range(5):
+        flat = noisy_by_t(lambda t: 1.0, seed=seed, col="privacy")
+        out = readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), flat, TS)
+        assert verdict({"fig3_early_stopping": out}, "fig3_u_shape") != "held", seed
+        flat = noisy_by_t(lambda t: 1.0, seed=seed, col="noisyhead")
+        out = readouts.fig6_news_text(by_t({t: 1 / t for t in TS}), flat, TS, n_articles=800)
+        assert verdict({"fig6_news_text": out}, "fig6_early_stopping_text") != "held", seed
 
 
 def test_fig3_missing_horizon_raises_and_two_horizons_cannot_show_a_minimum():
     with pytest.raises(ValueError, match="T=100"):
         readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), by_t({1: 8.0, 50: 1.0, 200: 4.0}), TS)
     two = readouts.fig3_early_stopping(by_t({1: 1.0, 50: 0.5}), by_t({1: 2.0, 50: 1.0}), [1, 50])
-    assert two["interior_minimum"] is None
+    assert two["interior_minimum"] is None and two["privacy_u_shape"] is None
+    assert verdict({"fig3_early_stopping": two}, "fig3_u_shape") == "not judged"
+
+
+def test_fig3_one_run_per_horizon_is_not_judged():
+    out = readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}, n=1), by_t(U, n=1), TS)
+    assert verdict({"fig3_early_stopping": out}, "fig3_u_shape") == "not judged"
 
 
 def test_fig6_values_and_failing_gd():
     out = readouts.fig6_news_text(by_t({t: 1 / t for t in TS}), by_t(U), TS, n_articles=800)
+    cells = out.pop("noisyhead_u_shape")
     assert out == {"t_argmin_noisyhead": 50, "interior_minimum": True, "rise_after_min": 4.0, "drop_before_min": 8.0,
-                   "gd_frac_decreasing": 1.0, "gd_last_over_first": 1 / 200, "articles": 800}
-    assert verdicts({"fig6_news_text": out})["fig6_early_stopping_text"]["held"] is True
+                   "gd_frac_decreasing": 1.0, "gd_last_over_first": 1 / 200, "articles": 800, "t_star_noisyhead": 50}
+    rows = verdicts({"fig6_news_text": {**out, "noisyhead_u_shape": cells}})
+    assert rows["fig6_early_stopping_text"]["verdict"] == "held" and rows["fig6_gd_stabilises"]["verdict"] == "held"
     gd_up = readouts.fig6_news_text(by_t({t: float(t) for t in TS}), by_t(U), TS, n_articles=800)
     assert gd_up["gd_last_over_first"] == 200.0
-    assert verdicts({"fig6_news_text": gd_up})["fig6_early_stopping_text"]["held"] is False
+    assert verdict({"fig6_news_text": gd_up}, "fig6_gd_stabilises") == "contradicted"
+    falling = readouts.fig6_news_text(by_t({t: 1 / t for t in TS}), by_t({t: 1 / t for t in TS}), TS, n_articles=800)
+    assert verdict({"fig6_news_text": falling}, "fig6_early_stopping_text") == "contradicted"
     with pytest.raises(ValueError, match="no articles"):
         readouts.fig6_news_text(by_t(U), by_t(U), TS, n_articles=0)
 
@@ -247,45 +371,176 @@ def test_fig6_values_and_failing_gd():
 CS, PS = [2, 4], [2.0, 2.05, 2.1]
 
 
-def fig4_summary(ridge=lambda c, p: c * (p - 1.6), dp=lambda c, p: 0.01, direct=None, crn=lambda c, p: 1e-9):
+def fig4_runs(ridge=lambda c, p: c * (p - 1.6), dp=lambda c, p: 0.01, direct=None, crn=lambda c, p: 1e-9,
+              reps=6, jitter=1e-3, noise=0.0, seed=0) -> pd.DataFrame:
+    """``robustness_grid``-like runs: each quantity f(c, p) plus a per-repetition offset shared by
+    every quantity and setting of that repetition (``jitter``, mean zero over the repetitions, so the
+    means are exactly f) and, with ``noise``, independent noise per value (sd ``noise`` times f)."""
     direct = direct or ridge
     f = {"ridge": ridge, "ridge_direct": direct, "dp": dp, "dp_crn": crn}
-    return pd.DataFrame([dict(quantity=q, method=ex.ROBUSTNESS[q], c=c, p=p, mean=f[q](c, p), sd=0, n=1, se=0)
-                         for q in ex.ROBUSTNESS for c in CS for p in PS])
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(reps):
+        off = jitter * (r - (reps - 1) / 2)
+        for c in CS:
+            for p in PS:
+                rows.append(dict(rep=r, c=c, p=p, **{q: g(c, p) * (1 + noise * rng.standard_normal()) + off * g(c, p)
+                                                     for q, g in f.items()}))
+    return pd.DataFrame(rows)
+
+
+def fig4_out(runs: pd.DataFrame) -> dict:
+    return readouts.fig4_robustness(ex.robustness_summary(runs), CS, PS, runs)
 
 
 def test_fig4_values_by_hand():
-    out = readouts.fig4_robustness(fig4_summary(), CS, PS)
+    out = fig4_out(fig4_runs())
     assert out["dp_below_ridge_everywhere"] is True and out["dp_below_direct_ridge_everywhere"] is True
     assert out["ridge_growth_min"] == pytest.approx(0.5 / 0.4) == out["ridge_growth_max"]
     assert out["max_dp_over_ridge"] == pytest.approx(0.01 / 0.8)           # c = 2, p = 2.0: ridge 0.8
-    assert out["dp_flat"] == 1.0 and out["dp_crn_max"] == 1e-9
+    assert out["dp_flat"] == pytest.approx(1.0) and out["dp_crn_max"] == pytest.approx(1e-9)
     assert out["ridge_mean"] == pytest.approx(np.mean([c * (p - 1.6) for c in CS for p in PS]))
+    assert set(out["ridge_minus_dp"]) == {f"c={c} p={p:g}" for c in CS for p in PS}
+    assert out["ridge_minus_dp"]["c=2 p=2"]["mean"] == pytest.approx(0.8 - 0.01)
+    assert out["ridge_minus_dp"]["c=2 p=2"]["n"] == 6
+    assert out["ridge_growth_paired"]["c=4"]["mean"] == pytest.approx(4 * 0.1)
     rows = verdicts({"fig4_robustness": out})
-    assert rows["fig4_dp_beats_ridge"]["held"] is True
-    assert rows["fig4_ridge_grows_with_p"]["held"] is True
+    assert rows["fig4_dp_beats_ridge"]["verdict"] == "held"
+    assert rows["fig4_ridge_grows_with_p"]["verdict"] == "held"
 
 
-def test_fig4_saturating_ridge_fails_the_growth_claim():
-    """Growth is judged on the smallest c: a ridge that saturates at c = 4 fails even if c = 2 grows."""
-    out = readouts.fig4_robustness(fig4_summary(ridge=lambda c, p: (p - 1.6) if c == 2 else 1.0), CS, PS)
+def test_fig4_saturating_ridge_contradicts_the_growth_claim():
+    """Growth is judged for every c: a ridge flat in p at c = 4 contradicts it even if c = 2 grows."""
+    out = fig4_out(fig4_runs(ridge=lambda c, p: (p - 1.6) if c == 2 else 1.0))
     assert out["ridge_growth_min"] == pytest.approx(1.0) and out["ridge_growth_max"] == pytest.approx(1.25)
-    assert verdicts({"fig4_robustness": out})["fig4_ridge_grows_with_p"]["held"] is False
+    assert verdict({"fig4_robustness": out}, "fig4_ridge_grows_with_p") == "contradicted"
 
 
-def test_fig4_one_cell_where_dp_loses_fails_the_claim():
-    out = readouts.fig4_robustness(fig4_summary(dp=lambda c, p: 5.0 if (c, p) == (4, 2.1) else 0.01), CS, PS)
+def test_fig4_one_cell_where_dp_loses_contradicts_the_claim():
+    out = fig4_out(fig4_runs(dp=lambda c, p: 5.0 if (c, p) == (4, 2.1) else 0.01))
     assert out["dp_below_ridge_everywhere"] is False
-    assert verdicts({"fig4_robustness": out})["fig4_dp_beats_ridge"]["held"] is False
+    assert out["ridge_minus_dp"]["c=4 p=2.1"]["hi"] < 0
+    assert verdict({"fig4_robustness": out}, "fig4_dp_beats_ridge") == "contradicted"
+
+
+def test_fig4_small_gap_in_wide_spread_is_inconclusive():
+    """Ridge above NoisyHead on average, but by far less than the spread between repetitions."""
+    runs = fig4_runs(ridge=lambda c, p: 0.011, dp=lambda c, p: 0.01, jitter=0.0)
+    runs["ridge"] += 0.05 * (runs["rep"] - 2.5)       # a spread in the ridge that NoisyHead does not share
+    row = verdicts({"fig4_robustness": fig4_out(runs)})["fig4_dp_beats_ridge"]
+    assert row["verdict"] == "inconclusive" and "seeds" in row["reason"]
+
+
+def test_fig4_null_ridge_equal_to_noisyhead_is_never_held():
+    for seed in range(5):
+        out = fig4_out(fig4_runs(ridge=lambda c, p: 0.01, dp=lambda c, p: 0.01, noise=0.3, seed=seed))
+        rows = verdicts({"fig4_robustness": out})
+        assert rows["fig4_dp_beats_ridge"]["verdict"] != "held", seed
+        assert rows["fig4_ridge_grows_with_p"]["verdict"] != "held", seed
 
 
 def test_fig4_growth_needs_two_powers_and_every_quantity():
-    one_p = fig4_summary()
-    out = readouts.fig4_robustness(one_p[one_p.p == 2.0], CS, [2.0])
+    one_p = fig4_runs()
+    one_p = one_p[one_p.p == 2.0]
+    out = readouts.fig4_robustness(ex.robustness_summary(one_p), CS, [2.0], one_p)
     assert out["ridge_growth_min"] is None and out["ridge_direct_growth_max"] is None
-    s = fig4_summary()
+    assert out["ridge_growth_paired"] is None
+    assert verdict({"fig4_robustness": out}, "fig4_ridge_grows_with_p") == "not judged"
+    runs = fig4_runs()
+    s = ex.robustness_summary(runs)
     with pytest.raises(ValueError, match="common random numbers"):
-        readouts.fig4_robustness(s[s.quantity != "dp_crn"], CS, PS)
+        readouts.fig4_robustness(s[s.quantity != "dp_crn"], CS, PS, runs)
+    with pytest.raises(ValueError, match="c = 4, p = 2.1"):
+        readouts.fig4_robustness(s, CS, PS, runs[~((runs.c == 4) & (runs.p == 2.1))])
+    with pytest.raises(ValueError, match="lack the column"):
+        readouts.fig4_robustness(s, CS, PS, runs.drop(columns="dp"))
+
+
+# ------------------------------------------------------------------------------------ Figure 4, theorem region
+ALPHAS = (10, 40, 80, 160)
+
+
+def theorem_runs(ridge_at, dp=1e-8, reps=4, jitter=1e-6, noise=0.0, seed=0, alphas=ALPHAS):
+    """One row per (rep, alpha): ridge risk ridge_at(alpha) + a per-rep offset shared by every alpha
+    (and, with ``noise``, independent noise per value)."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([dict(rep=r, alpha=a, ridge=ridge_at(a) * (1 + noise * rng.standard_normal()) + jitter * r,
+                              dp_crn=dp * (1 + noise * rng.standard_normal()) + 1e-10 * r, dp=0.01)
+                         for r in range(reps) for a in alphas])
+
+
+def fig4_base():
+    return fig4_out(fig4_runs())
+
+
+def theorem_values(df, alphas=ALPHAS):
+    from privtrans.dp_icl import constants
+
+    hp = constants.robustness(5000, 500, 5, 0.1)
+    paper = constants.robustness(5000, 500, 5, 0.01)
+    return readouts.fig4_theorem_region(df, list(alphas), hp, paper, 2 * 5000.0**2, 1.0)
+
+
+def test_theorem51_conditions_by_hand():
+    from privtrans.dp_icl import constants
+
+    hp = constants.robustness(5000, 500, 5, 0.1)
+    c = readouts.theorem51_conditions(hp, 160, 1.0)
+    assert c["lam_over_C2_per_L"] == pytest.approx(0.1 * 500 / hp.C**2) and c["lam_over_C2_per_L"] > 1
+    assert c["alpha2_mu4_over_NLlam"] == pytest.approx(160**2 / (5000 * 500 * 0.1))
+    assert c["upper_bound_slack"] == pytest.approx(5000 * 500 * 0.1 / 160**2)
+    lower = hp.C**2 / math.sqrt(500) * max(1, 0.1 * 5000 * hp.R**2 / math.sqrt(500))
+    assert c["lower_bound_slack"] == pytest.approx(160**2 / lower)
+    assert c["kappa_over_N_exp_minus_D2"] == pytest.approx(math.exp(25) / 5000)
+    assert c["inside"] is True
+    assert readouts.theorem51_conditions(hp, 40, 1.0)["inside"] is False          # below (5.2)'s lower bound
+    assert readouts.theorem51_conditions(hp, 1000, 1.0)["inside"] is False        # above its upper bound
+    assert readouts.theorem51_conditions(hp.with_(lam=0.01), 160, 1.0)["inside"] is False   # lam < C^2 / L
+    assert readouts.theorem51_conditions(hp.with_(D=2), 160, 1.0)["inside"] is False        # kappa < N e^-D^2
+    assert readouts.theorem51_conditions(hp.with_(D=40), 160, 1.0)["kappa_over_N_exp_minus_D2"] > 1  # no overflow
+
+
+def test_fig4_theorem_region_by_hand():
+    out = theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))
+    assert out["theorem_inside_alphas"] == [80.0, 160.0] and out["theorem_inside_count"] == 2
+    assert set(out["theorem_ridge_minus_noisyhead_inside"]) == {"80", "160"}
+    assert out["theorem_ridge_growth_inside"]["mean"] == pytest.approx(1e-4 * 0.8)
+    assert out["theorem_ridge_growth"]["mean"] == pytest.approx(1e-4 * 1.5)
+    assert out["theorem_lam_ratio"] > 1 > out["paper_lam_ratio"]
+    assert out["theorem_alpha_ratio_max"] == pytest.approx(160**2 / (5000 * 500 * 0.1))
+    assert out["paper_alpha_ratio"] > 1 and out["paper_lower_slack"] > 1 and out["paper_kappa_ratio"] > 1
+    assert out["paper_conditions"]["inside"] is False
+    v = verdicts({"fig4_robustness": {**fig4_base(), **out}})
+    for cid in ("fig4_theorem_noisyhead_beats_ridge", "fig4_theorem_ridge_grows", "fig4_paper_setting_outside_theorem"):
+        assert v[cid]["verdict"] == "held", (cid, v[cid]["reason"])
+
+
+def test_fig4_theorem_region_contradicted_when_noisyhead_is_not_below_or_ridge_flat():
+    worse = theorem_values(theorem_runs(lambda a: 1e-4, dp=2e-4))
+    v = verdicts({"fig4_robustness": {**fig4_base(), **worse}})
+    assert v["fig4_theorem_noisyhead_beats_ridge"]["verdict"] == "contradicted"
+    assert v["fig4_theorem_ridge_grows"]["verdict"] == "contradicted"       # flat: a tie never holds
+    with pytest.raises(ValueError, match="alpha = 160"):
+        df = theorem_runs(lambda a: 1e-4)
+        theorem_values(df[df.alpha != 160])
+
+
+def test_fig4_theorem_region_null_is_never_held():
+    for seed in range(5):
+        out = theorem_values(theorem_runs(lambda a: 1e-4, dp=1e-4, reps=6, jitter=0.0, noise=0.3, seed=seed))
+        v = verdicts({"fig4_robustness": {**fig4_base(), **out}})
+        assert v["fig4_theorem_noisyhead_beats_ridge"]["verdict"] != "held", seed
+        assert v["fig4_theorem_ridge_grows"]["verdict"] != "held", seed
+
+
+def test_fig4_theorem_claims_not_judged_outside_the_region():
+    """No alpha satisfies (5.2)'s lower bound: the theorem's claims are not judged, the check fails."""
+    out = theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100), alphas=(10, 20)), alphas=(10, 20))
+    assert out["theorem_inside_count"] == 0 and out["theorem_ridge_minus_noisyhead_inside"] is None
+    v = verdicts({"fig4_robustness": {**fig4_base(), **out}})
+    assert v["fig4_theorem_noisyhead_beats_ridge"]["verdict"] == "not judged"
+    assert v["fig4_theorem_ridge_grows"]["verdict"] == "not judged"
+    assert v["fig4_paper_setting_outside_theorem"]["verdict"] == "contradicted"
 
 
 # ------------------------------------------------------------------------------------ Figure 5
@@ -311,9 +566,6 @@ def test_fig5_values_by_hand():
     assert out["median_ratio_tight_noisyhead_over_dpsgd"] == pytest.approx(0.2)
     assert out["dpsgd_eps_spent_max_over_target"] == pytest.approx(0.95)      # at eps = 0.2, relative to it
     assert out["all_methods_fall_with_n"] is True
-    assert verdicts({"fig5_dp_sgd": out})["fig5_parity_with_dpsgd"]["held"] is False
-    parity = readouts.fig5_dp_sgd(*fig5_inputs(sgd_factor=1.0)[:2], Ns, eps, "prv")
-    assert verdicts({"fig5_dp_sgd": parity})["fig5_parity_with_dpsgd"]["held"] is True
 
 
 def test_fig5_missing_variant_or_spent_raises_single_n_is_none():
@@ -326,6 +578,83 @@ def test_fig5_missing_variant_or_spent_raises_single_n_is_none():
         readouts.fig5_dp_sgd(s, spent, Ns, eps, "rdp")
     s1, spent1, N1, e1 = fig5_inputs(Ns=[1000])
     assert readouts.fig5_dp_sgd(s1, spent1, N1, e1, "prv")["all_methods_fall_with_n"] is None
+
+
+def bracket_runs(factor, basic=1.0, reps=5, jitter=0.02, Ns=(1000, 2000), eps=(0.2, 1.0), noise=0.0, seed=0):
+    """Raw runs: tight NoisyHead at 1.0 (times a per-rep wobble shared by every method), the paper's
+    NoisyHead at ``basic`` times it, each bracket corner at ``factor[corner]`` times it; ``jitter``
+    also varies the ratio from rep to rep, ``noise`` adds independent log-normal noise per run."""
+    rng = np.random.default_rng(seed)
+    e_ = lambda: float(np.exp(noise * rng.standard_normal()))  # noqa: E731
+    rows = []
+    for N in Ns:
+        for e in eps:
+            for r in range(reps):
+                wob = 1 + 0.3 * r
+                rows.append(dict(method=ex.noisyhead("prv"), N=N, eps=e, rep=r, excess=wob * e_()))
+                rows.append(dict(method=ex.noisyhead(), N=N, eps=e, rep=r, excess=wob * basic * e_()))
+                for c in ex.BRACKET:
+                    rows.append(dict(method=c, N=N, eps=e, rep=r,
+                                     excess=wob * factor.get(c, 1.0) * (1 + jitter * (-1) ** r) * e_()))
+    return pd.DataFrame(rows)
+
+
+def fig5_base():
+    s5, spent, N5, e5 = fig5_inputs()
+    return readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv")
+
+
+def bracket_rows(out):
+    rows = verdicts({"fig5_dp_sgd": {**fig5_base(), **out}})
+    return rows["fig5_tight_on_par_with_dpsgd"], rows["fig5_parity_with_dpsgd"]
+
+
+def test_fig5_bracket_on_par_everywhere_holds():
+    out = readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 2000], [0.2, 1.0])
+    assert out["tight_on_par_bracket"] is True and len(out["bracket_on_par_corners"]) == 4
+    assert all(c["on_par_cells"] == c["cells"] == 4 for c in out["bracket"].values())
+    assert out["tight_not_on_par_corners"] == 0 == out["parity_not_on_par_corners"]
+    cell = out["tight_equivalence_cells"]["T steps, clip σ/2"]["N=1000 ε=0.2"]
+    assert set(cell) == {"at most 1.5× DP-SGD", "at least 1/1.5 of DP-SGD"}
+    up, down = cell.values()
+    assert up["mean"] == pytest.approx(-down["mean"]) and up["lo"] == pytest.approx(-down["hi"])
+    tight, parity = bracket_rows(out)
+    assert tight["verdict"] == "held" and parity["verdict"] == "held"
+
+
+def test_fig5_paper_noisyhead_far_worse_contradicts_parity_only():
+    """The paper's NoisyHead 10x above every DP-SGD corner: parity contradicted, tight NoisyHead held."""
+    out = readouts.fig5_bracket(bracket_runs({}, basic=10.0), "prv", [1000, 2000], [0.2, 1.0])
+    assert out["parity_not_on_par_corners"] == 4 and out["tight_not_on_par_corners"] == 0
+    assert out["parity_bracket"][ex.DPSGD_REPLACE_ONE]["median_ratio"] == pytest.approx(10.0, rel=0.05)
+    tight, parity = bracket_rows(out)
+    assert parity["verdict"] == "contradicted" and tight["verdict"] == "held"
+
+
+def test_fig5_bracket_corners_that_disagree_are_not_judged_and_none_on_par_contradicts():
+    mixed = readouts.fig5_bracket(bracket_runs({ex.DPSGD_CLIP_C: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
+    assert mixed["tight_on_par_bracket"] is None and ex.DPSGD_CLIP_C not in mixed["bracket_on_par_corners"]
+    assert mixed["tight_not_on_par_corners"] == 1
+    for row in bracket_rows(mixed):
+        assert row["verdict"] == "not judged"
+        assert "cannot show the effect" in row["reason"]
+    far = readouts.fig5_bracket(bracket_runs({c: 10.0 for c in ex.BRACKET}), "prv", [1000, 2000], [0.2, 1.0])
+    assert far["tight_on_par_bracket"] is False
+    assert all(row["verdict"] == "contradicted" for row in bracket_rows(far))
+    # a ratio near 1 whose interval is wide is not shown "on par": inconclusive
+    wide = readouts.fig5_bracket(bracket_runs({}, jitter=0.8), "prv", [1000, 2000], [0.2, 1.0])
+    assert wide["tight_on_par_bracket"] is None and not wide["bracket_decided"]
+    assert all(row["verdict"] == "inconclusive" for row in bracket_rows(wide))
+    with pytest.raises(ValueError, match="N = 4000"):
+        readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 4000], [0.2, 1.0])
+
+
+def test_fig5_ratio_on_the_edge_of_on_par_is_never_held():
+    """Every method 1.5x the other's excess risk (the margin itself), plus noise: never on par."""
+    for seed in range(5):
+        runs = bracket_runs({c: 1 / 1.5 for c in ex.BRACKET}, basic=1.0, jitter=0.0, noise=0.2, seed=seed)
+        tight, parity = bracket_rows(readouts.fig5_bracket(runs, "prv", [1000, 2000], [0.2, 1.0]))
+        assert tight["verdict"] != "held" and parity["verdict"] != "held", seed
 
 
 # ------------------------------------------------------------------------------------ Table 1
@@ -351,26 +680,44 @@ def test_table1_values_by_hand():
     assert out["dpridge_ratio_to_paper"] == pytest.approx({"N=2000 ε=0.2": 0.3333, "N=2000 ε=0.4": 0.3333})
     assert out["max_abs_log10_noisyhead_vs_paper"] == pytest.approx(math.log10(1.5))
     assert out["dpridge_eps_scaling"] == {"2000": 4.0, "3000": 4.0}
+    assert "dpridge_paper_over_closed_form" not in out                 # no delta given
     rows = verdicts({"table1_dp_ridge": out})
-    assert rows["table1_ridge_beats_noisyhead"]["held"] is True
-    assert rows["table1_noisyhead_column"]["held"] is True            # within 2x
-    assert rows["table1_dpridge_column"]["held"] is False             # 3x off
+    assert rows["table1_ridge_beats_noisyhead"]["verdict"] == "held"
+    assert rows["table1_noisyhead_column"]["verdict"] == "held"            # within 2x
+    assert rows["table1_dpridge_column"]["verdict"] == "contradicted"  # 3x off: its reading, without the closed form, is not shown
+    assert rows["table1_dpridge_column"]["reading"] == ""
+    with_delta = readouts.table1_dp_ridge(s, paper, T1_NS, T1_EPS, 1e-5)
+    assert verdict({"table1_dp_ridge": with_delta}, "table1_dpridge_column") == "contradicted"   # 3x off
 
 
-def test_table1_small_gap_fails_and_missing_cells_raise():
+def test_table1_dpridge_over_its_closed_form_by_hand():
+    from privtrans.dp_icl import baselines, constants
+
+    closed = baselines.dp_ridge_noise_excess(constants.low_dim(2000), 0.2, 1e-5)
+    s = pd.concat([summary(ex.noisyhead(), grid(lambda N, e: 1.0, [2000], [0.2])),
+                   summary(ex.DP_RIDGE, grid(lambda N, e: 3 * closed, [2000], [0.2]))], ignore_index=True)
+    paper = pd.concat([authors("table1", {(2000, 0.2): 0.5}, "noisyhead_excess"),
+                       authors("table1", {(2000, 0.2): 0.5 * closed}, "dp_ridge_excess")])
+    out = readouts.table1_dp_ridge(s, paper, [2000], [0.2], 1e-5)
+    assert out["dpridge_ours_over_closed_form"] == pytest.approx({"N=2000 ε=0.2": 3.0})
+    assert out["dpridge_paper_over_closed_form"] == pytest.approx({"N=2000 ε=0.2": 0.5})
+
+
+def test_table1_small_gap_contradicts_and_missing_cells_raise():
     s, paper = table1_inputs(gap=100)
     out = readouts.table1_dp_ridge(s, paper, T1_NS, T1_EPS)
     assert out["min_log10_gap"] == pytest.approx(2.0)
-    assert verdicts({"table1_dp_ridge": out})["table1_ridge_beats_noisyhead"]["held"] is False
+    assert verdict({"table1_dp_ridge": out}, "table1_ridge_beats_noisyhead") == "contradicted"
     with pytest.raises(ValueError, match="DP-ridge"):
         readouts.table1_dp_ridge(s[~((s.method == ex.DP_RIDGE) & (s.N == 3000))], paper, T1_NS, T1_EPS)
 
 
 def test_table1_no_paper_cell_in_our_grid_is_none():
     s, paper = table1_inputs()
-    out = readouts.table1_dp_ridge(s[s.N == 3000], paper, [3000], T1_EPS)
+    out = readouts.table1_dp_ridge(s[s.N == 3000], paper, [3000], T1_EPS, 1e-5)
     assert out["noisyhead_ratio_to_paper"] is None and out["max_abs_log10_noisyhead_vs_paper"] is None
-    assert verdicts({"table1_dp_ridge": out})["table1_noisyhead_column"]["held"] is None
+    assert out["dpridge_paper_over_closed_form"] is None
+    assert verdict({"table1_dp_ridge": out}, "table1_noisyhead_column") == "not judged"
 
 
 # ------------------------------------------------------------------------------------ accountants
@@ -405,15 +752,15 @@ def test_accountants_values_by_hand():
     assert out["prv_over_exact_max"] == pytest.approx(0.08 / 0.079)
     assert out["z_paper_over_z_prv"] == pytest.approx(10.0)
     assert out["median_excess_gain"] == pytest.approx(50.0) == out["min_excess_gain"]
-    assert verdicts({"accountants": out})["accounting_basic_is_loose"]["held"] is True
+    assert verdict({"accountants": out}, "accounting_basic_is_loose") == "held"
 
 
-def test_accountants_a_tight_eps_above_basic_fails_the_claim():
+def test_accountants_a_tight_eps_above_basic_fails_the_check():
     """One cell where RDP certifies more than basic composition is enough to fail."""
     table = eps_table(override={(1000, 1.0): {"eps_rdp": 1.2}})
     out = readouts.accountants(table, acc_summary(), [1000], [0.2, 1.0], "prv")
     assert out["basic_is_upper_bound"] is False
-    assert verdicts({"accountants": out})["accounting_basic_is_loose"]["held"] is False
+    assert verdict({"accountants": out}, "accounting_basic_is_loose") == "contradicted"
 
 
 def test_accountants_missing_column_or_cell_raises():
@@ -425,110 +772,27 @@ def test_accountants_missing_column_or_cell_raises():
 
 # ------------------------------------------------------------------------------------ the claims file
 def test_every_claim_reads_a_readout_value():
-    """Every value and predicate of data/dp_icl/claims.yaml evaluates on the readouts' output (a key
-    renamed on one side only would leave a claim 'cannot evaluate')."""
+    """Every value, test, reading and precondition of data/dp_icl/claims.yaml evaluates on the
+    readouts' output (a key renamed on one side only would leave a claim 'cannot evaluate')."""
     s5, spent, N5, e5 = fig5_inputs()
     s1, p1 = table1_inputs()
     values = {
         "fig1_low_dim": readouts.fig1_low_dim(fig1_summary(), authors("fig1", grid(power_law)), NS, EPS),
         "fig2_high_dim": readouts.fig2_high_dim(fig2_summary(), elsewhere("fig2", delta=1e-2), NS, EPS, 1e-5),
         "fig3_early_stopping": readouts.fig3_early_stopping(by_t({t: 1 / t for t in TS}), by_t(U), TS),
-        "fig4_robustness": {**readouts.fig4_robustness(fig4_summary(), CS, PS),
-                            **theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))},
+        "fig4_robustness": {**fig4_base(), **theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))},
         "fig5_dp_sgd": {**readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv"),
                         **readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 2000], [0.2, 1.0])},
         "fig6_news_text": readouts.fig6_news_text(by_t({t: 1 / t for t in TS}), by_t(U), TS, 800),
-        "table1_dp_ridge": readouts.table1_dp_ridge(s1, p1, T1_NS, T1_EPS),
+        "table1_dp_ridge": readouts.table1_dp_ridge(s1, p1, T1_NS, T1_EPS, 1e-5),
         "accountants": readouts.accountants(eps_table(), acc_summary(), [1000], [0.2, 1.0], "prv"),
     }
     rows = verdicts(values)
-    assert len(rows) == len(claims.load("dp_icl")["claims"]) >= 13
-    assert not {cid: r["reason"] for cid, r in rows.items() if r["held"] is None}
+    assert len(rows) == len(claims.load("dp_icl")["claims"]) >= 20
+    assert not {cid: r["reason"] for cid, r in rows.items() if r["verdict"] == "not judged"}
+    assert all(r["reading_value"] is not None for r in rows.values() if r["reading"])
 
 
-# ------------------------------------------------------------------------------------ Figure 4, theorem region
-def theorem_runs(ridge_at, dp=1e-8, reps=4, jitter=1e-6):
-    """One row per (rep, alpha): ridge risk ridge_at(alpha) + a per-rep offset shared by every alpha."""
-    return pd.DataFrame([dict(rep=r, alpha=a, ridge=ridge_at(a) + jitter * r, dp_crn=dp + 1e-10 * r, dp=0.01)
-                         for r in range(reps) for a in (10, 40, 160)])
-
-
-def fig4_base():
-    return readouts.fig4_robustness(fig4_summary(), CS, PS)
-
-
-def theorem_values(df):
-    from privtrans.dp_icl import constants
-
-    hp = constants.robustness(5000, 500, 5, 0.1)
-    cond = {a: ex.theorem_conditions(hp, a, 1.0) for a in (10, 40, 160)}
-    paper = ex.theorem_conditions(constants.robustness(5000, 500, 5, 0.01), 2 * 5000.0**2, 1.0)
-    return readouts.fig4_theorem_region(df, [10, 40, 160], cond, paper)
-
-
-def test_fig4_theorem_region_by_hand():
-    out = theorem_values(theorem_runs(lambda a: 1e-4 * (1 + a / 100)))
-    assert out["theorem_noisyhead_below_ridge_all"] is True
-    assert out["theorem_ridge_growth"]["mean"] == pytest.approx(1e-4 * 1.5) and out["theorem_ridge_growth"]["held"]
-    assert out["theorem_lam_ratio"] > 1 > out["paper_lam_ratio"]
-    assert out["theorem_alpha_ratio_max"] == pytest.approx(160**2 / (5000 * 500 * 0.1))
-    v = verdicts({"fig4_robustness": {**fig4_base(), **out}})
-    for cid in ("fig4_theorem_noisyhead_beats_ridge", "fig4_theorem_ridge_grows", "fig4_paper_setting_outside_theorem"):
-        assert v[cid]["held"] is True, (cid, v[cid]["reason"])
-
-
-def test_fig4_theorem_region_fails_when_noisyhead_is_not_below_or_ridge_flat():
-    worse = theorem_values(theorem_runs(lambda a: 1e-4, dp=2e-4))
-    assert worse["theorem_noisyhead_below_ridge_all"] is False
-    assert worse["theorem_ridge_growth"]["held"] is False  # flat: a tie never holds
-    v = verdicts({"fig4_robustness": {**fig4_base(), **worse}})
-    assert v["fig4_theorem_noisyhead_beats_ridge"]["held"] is False and v["fig4_theorem_ridge_grows"]["held"] is False
-    with pytest.raises(ValueError, match="alpha = 160"):
-        df = theorem_runs(lambda a: 1e-4)
-        theorem_values(df[df.alpha != 160])
-
-
-# ------------------------------------------------------------------------------------ Figure 5 bracket
-def bracket_runs(factor, reps=5, jitter=0.02, Ns=(1000, 2000), eps=(0.2, 1.0)):
-    """Raw runs: tight NoisyHead at 1.0 (times a per-rep wobble shared by every method), each bracket
-    corner at ``factor[corner]`` times it; ``jitter`` also varies the ratio from rep to rep."""
-    rows = []
-    for N in Ns:
-        for e in eps:
-            for r in range(reps):
-                wob = 1 + 0.3 * r
-                rows.append(dict(method=ex.noisyhead("prv"), N=N, eps=e, rep=r, excess=wob))
-                for c in ex.BRACKET:
-                    rows.append(dict(method=c, N=N, eps=e, rep=r, excess=wob * factor.get(c, 1.0) * (1 + jitter * (-1) ** r)))
-    return pd.DataFrame(rows)
-
-
-def bracket_verdict(out):
-    return verdicts({"fig5_dp_sgd": {**fig5_base(), **out}})["fig5_tight_on_par_with_dpsgd"]
-
-
-def fig5_base():
-    s5, spent, N5, e5 = fig5_inputs()
-    return readouts.fig5_dp_sgd(s5, spent, N5, e5, "prv")
-
-
-def test_fig5_bracket_on_par_everywhere_holds():
-    out = readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 2000], [0.2, 1.0])
-    assert out["tight_on_par_bracket"] is True and len(out["bracket_on_par_corners"]) == 4
-    assert all(c["on_par_cells"] == c["cells"] == 4 for c in out["bracket"].values())
-    assert bracket_verdict(out)["held"] is True
-
-
-def test_fig5_bracket_corners_that_disagree_are_not_judged_and_none_on_par_fails():
-    mixed = readouts.fig5_bracket(bracket_runs({ex.DPSGD_CLIP_C: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
-    assert mixed["tight_on_par_bracket"] is None and ex.DPSGD_CLIP_C not in mixed["bracket_on_par_corners"]
-    row = bracket_verdict(mixed)
-    assert row["held"] is None and "precondition failed" in row["reason"]
-    far = readouts.fig5_bracket(bracket_runs({c: 10.0 for c in ex.BRACKET}), "prv", [1000, 2000], [0.2, 1.0])
-    assert far["tight_on_par_bracket"] is False and bracket_verdict(far)["held"] is False
-    # a ratio near 1 whose interval is wide is not shown "on par": unresolved, so not judged
-    wide = readouts.fig5_bracket(bracket_runs({}, jitter=0.8), "prv", [1000, 2000], [0.2, 1.0])
-    assert wide["tight_on_par_bracket"] is None and not wide["bracket_decided"]
-    assert bracket_verdict(wide)["held"] is None
-    with pytest.raises(ValueError, match="N = 4000"):
-        readouts.fig5_bracket(bracket_runs({}), "prv", [1000, 4000], [0.2, 1.0])
+def test_null_tested_names_every_comparison():
+    comparisons = {c["id"] for c in claims.load("dp_icl")["claims"] if "interval" in c and c["margin"] >= 0}
+    assert comparisons <= NULL_TESTED
