@@ -192,6 +192,8 @@ def _tree(root):
         "lib/privtrans/book/__init__.py": "",
         "lib/privtrans/book/session.py": "x = 1",
         "lib/privtrans/book/claims.py": "x = 1",
+        "lib/privtrans/book/verdicts.py": "x = 1",
+        "lib/privtrans/book/paper_values.py": "x = 1",
         "lib/privtrans/book/pipeline/__init__.py": "",
         "lib/privtrans/book/pipeline/html.py": "x = 1",
         "lib/privtrans/shared/__init__.py": "",
@@ -241,7 +243,9 @@ def test_cache_key_follows_source_profile_seed_and_data(root):
     ("lib/privtrans/book/session.py", {"dp_icl", "merge"}),  # machinery inside a notebook: every chapter
     ("lib/privtrans/__init__.py", {"dp_icl", "merge"}),
     ("lib/privtrans/book/pipeline/html.py", set()),         # the build itself: nothing
-    ("lib/privtrans/book/claims.py", set()),
+    ("lib/privtrans/book/claims.py", set()),                  # judging claims happens after the notebooks
+    ("lib/privtrans/book/verdicts.py", set()),
+    ("lib/privtrans/book/paper_values.py", set()),
 ])
 def test_cache_key_follows_the_library_layers(root, edited, reruns):
     nbs = _tree(root)

@@ -27,7 +27,7 @@ from ..runcache import atomic_write_text, hash_files, read_json
 from .discover import Notebook
 
 PACKAGE = "privtrans"
-MACHINERY_NOT_INPUTS = ("book/pipeline/", "book/claims.py")
+MACHINERY_NOT_INPUTS = ("book/pipeline/", "book/claims.py", "book/verdicts.py", "book/paper_values.py")
 MENTION = re.compile(r"\bprivtrans(?:\.\w+)+")
 FROM_IMPORT = re.compile(r"^\s*from\s+(privtrans[\w.]*)\s+import\s+\(?([\w\s,]+)", re.M)
 
