@@ -242,6 +242,9 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
         try:
             row["value"] = _plain(expression(c["value"], env))
             verdict, reason = decide(c, env)
+            if "interval" in c:  # the intervals themselves, for the forest plot and independent checks
+                row["cells"] = {k: {f: v.get(f) for f in ("mean", "lo", "hi", "n")}
+                                for k, v in V.cells(_plain(expression(c["interval"], env))).items()}
         except EVAL_ERRORS as e:
             row["reason"] = _cannot(e)
             continue

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import claims
+from . import forest
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
 from ..paths import generated_dir
@@ -19,7 +20,7 @@ from ..session import load_results, versions
 
 SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
                   "value", "verdict", "held", "reason", "seeds", "margin", "need", "deviation", "reading",
-                  "reading_value")
+                  "reading_value", "cells")
 
 
 def stability_path(root: Path) -> Path:
@@ -57,7 +58,9 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
             for r in rows:
                 if r["id"] in stab:
                     r["stability"] = {"seed": other["seed"], "verdict": stab[r["id"]][0]}
-        atomic_write_text(generated_dir(ch, root) / "claims.md", claims.markdown_table(rows, profile, stab))
+        figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
+        atomic_write_text(generated_dir(ch, root) / "claims.md",
+                          (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab))
         rows_all += rows
     return rows_all
 

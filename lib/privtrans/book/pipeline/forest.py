@@ -1,0 +1,88 @@
+"""A chapter's forest plot: every interval claim's cells on the one scale the verdict is decided on.
+
+The claims compare different quantities (accuracy, log ratios, relative gains), so the x axis is
+each cell's distance from its claim's margin in standard errors, (mean − margin) / se, with its 95 %
+t interval: a cell is held when its whole bar lies right of 0, contradicted when it lies at or left of
+0, inconclusive when it crosses 0. Colour is the claim's verdict; the raw intervals are in the table.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from scipy import stats
+
+from ..runcache import atomic_write
+
+COLOURS = {"held": "#2a9d8f", "contradicted": "#e76f51", "inconclusive": "#e9c46a", "not judged": "#b0b0b0"}
+CLIP = 12.0  # standard errors: beyond this a cell is far from its margin either way; drawn at the edge
+
+
+def standardised(cell: dict, margin: float) -> tuple[float, float, float] | None:
+    """(centre, lo, hi) of one cell in standard errors from the margin; None without an interval."""
+    n, lo, hi, mean = cell.get("n") or 0, cell.get("lo"), cell.get("hi"), cell.get("mean")
+    if n < 2 or lo is None or hi is None or mean is None:
+        return None
+    t = stats.t.ppf(0.975, n - 1)
+    se = (hi - lo) / (2 * t)
+    if se == 0:
+        side = math.copysign(CLIP, mean - margin) if mean != margin else 0.0
+        return side, side, side
+    z = (mean - margin) / se
+    return z, z - t, z + t
+
+
+def points(rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        if r.get("kind") != "reproduction" or not r.get("cells") or r.get("margin") is None:
+            continue
+        for name, cell in r["cells"].items():
+            s = standardised(cell, float(r["margin"]))
+            if s is not None:
+                out.append({"label": f"{r['id']}" + (f" [{name}]" if name else ""), "verdict": r["verdict"],
+                            "z": s[0], "lo": s[1], "hi": s[2]})
+    return out
+
+
+def draw(rows: list[dict], path: Path) -> Path | None:
+    """Write the chapter's forest plot; None when it has no interval claim with an interval."""
+    pts = points(rows)
+    if not pts:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..plotting import subplots
+
+    fig, ax = subplots(figsize=(7.5, 0.9 + 0.22 * len(pts)))
+    for i, p in enumerate(pts):
+        lo, hi, z = (max(-CLIP, min(CLIP, v)) for v in (p["lo"], p["hi"], p["z"]))
+        ax.plot([lo, hi], [i, i], color=COLOURS[p["verdict"]], lw=2.2, solid_capstyle="butt")
+        ax.plot([z], [i], "o", color=COLOURS[p["verdict"]], ms=4)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(pts)), [p["label"] for p in pts], fontsize=7)
+    ax.set_ylim(len(pts) - 0.5, -0.5)
+    ax.set_xlim(-CLIP - 0.5, CLIP + 0.5)
+    ax.set_xlabel("(difference − the claim's margin) in standard errors, 95 % t interval "
+                  f"(clipped at ±{CLIP:g})", fontsize=8)
+    for v, c in COLOURS.items():
+        ax.plot([], [], color=c, lw=3, label=v)
+    ax.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"))
+    plt.close(fig)
+    return path
+
+
+def directive(chapter: str) -> str:
+    return (f"```{{image}} /book/_generated/{chapter}/forest.png\n"
+            f":alt: {chapter}: each comparison claim's intervals, in standard errors from the margin it must "
+            f"clear, coloured by verdict\n:width: 90%\n```\n\n"
+            "Each bar is one cell of a comparison claim, in standard errors from the margin the paper's "
+            "sentence implies: right of the line clears it, left of it is excluded, across it the seeds "
+            "cannot tell.\n\n")

@@ -1,0 +1,26 @@
+"""privtrans.book.pipeline.forest: the plot's scale agrees with the verdict of every cell."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privtrans.book import verdicts as V
+from privtrans.book.paired import paired_difference
+from privtrans.book.pipeline import forest
+
+
+def test_a_cell_clears_zero_on_the_plot_exactly_when_it_clears_its_margin(tmp_path):
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n, margin = int(rng.integers(2, 8)), float(rng.normal(0, 0.5))
+        b = rng.normal(size=n)
+        cell = paired_difference(list(b + rng.normal(rng.normal(0, 0.5), 0.3, n)), list(b)).as_dict()
+        z, lo, hi = forest.standardised(cell, margin)
+        verdict = V.cell_verdict(cell, margin)
+        assert (lo > 1e-9) <= (verdict == V.HELD) and (hi < -1e-9) <= (verdict == V.CONTRADICTED)
+        assert lo <= z <= hi
+    rows = [{"id": "a", "kind": "reproduction", "margin": 0.0, "verdict": "held", "cells": {"": cell}},
+            {"id": "b", "kind": "check", "margin": 0.0, "verdict": "held", "cells": {"": cell}}]
+    assert [p["label"] for p in forest.points(rows)] == ["a"]  # checks are not the paper's claims
+    assert forest.draw(rows, tmp_path / "f.png").stat().st_size > 1000
+    assert forest.draw(rows[1:], tmp_path / "g.png") is None and not (tmp_path / "g.png").exists()
