@@ -99,10 +99,10 @@ def test_claims_are_judged_with_computed_reasons(root):
     results = {"nb1": {"profile": "smoke", "values": {"x": 2.0, "d": {"k": 2}}}}
     rows = {r["id"]: r for r in claims.evaluate("dp_icl", doc, results, "smoke")}
     assert rows["a"]["verdict"] == "held" and rows["a"]["held"] is True and rows["a"]["value"] == 2.0
-    assert rows["a"]["reason"] == "held: nb1.x = 2 > 0 is true"
+    assert rows["a"]["reason"] == "held: nb1.x = 2 > 0 (true)"
     # the reason names the recorded number, not a sentence written before the build
     assert rows["b"]["verdict"] == "contradicted" and rows["b"]["held"] is False
-    assert rows["b"]["reason"] == "contradicted: nb1.x = 2 > 5 is false"
+    assert rows["b"]["reason"] == "contradicted: nb1.x = 2 > 5 (false)"
     assert rows["b"]["reading"] == "too small at ci" and rows["b"]["reading_value"] == 2.0
     assert rows["c"]["held"] is None and "has not run" in rows["c"]["reason"]
     assert rows["d"]["verdict"] == "not judged" and "cannot evaluate" in rows["d"]["reason"]
@@ -127,7 +127,7 @@ def test_a_failed_precondition_is_not_judged_with_its_reason(root):
     (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
     assert row["verdict"] == "not judged"
     assert row["reason"] == ("not judged: the setting cannot show the effect (every model ends at the floor): "
-                             "nb1.best = 0.1 > nb1.floor = 0.1")
+                             "nb1.best = 0.1 > nb1.floor = 0.1 (false)")
     assert row["seeds"] == [3, 4]
     res["nb1"]["values"]["best"] = 0.2
     (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]

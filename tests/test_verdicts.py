@@ -53,7 +53,7 @@ def test_held_contradicted_inconclusive_and_not_judged():
 def test_a_huge_effect_against_a_tiny_spread_needs_two_seeds():
     assert V.seeds_needed(1e-6, 1.0) == 2 and V.seeds_needed(0.0, 1.0) == 2
     wide = iv([1, 2, 3], [0.5, 2.2, 1])
-    assert "about 2 paired seeds" in V.judge_intervals(wide, 0.0, effect=1e6)[1]
+    assert "2 paired seeds would resolve" in V.judge_intervals(wide, 0.0, effect=1e6)[1]
 
 
 def test_the_reason_is_built_from_the_interval():
@@ -65,6 +65,8 @@ def test_the_reason_is_built_from_the_interval():
     assert f"about {n} paired seeds would resolve the observed difference ({wide['mean']:+.3g} beyond" in reason
     _, with_paper = V.judge_intervals(wide, 0.0, effect=0.5)
     assert "would resolve the paper's difference (+0.5 beyond the margin)" in with_paper
+    _, short = V.judge_intervals(wide, 0.0, effect=50.0)  # three seeds would have resolved the paper's size
+    assert "more seeds are not what is missing" in short and "well short of the paper's" in short
     _, against = V.judge_intervals(iv([1, 2, 3], [1.5, 2.2, 3.4]), 0.0)
     assert "points against the paper" in against
 
@@ -99,9 +101,10 @@ def test_the_paper_values_are_judged_as_exact_points():
 def test_predicate_reasons_name_the_compared_values():
     env = {"x": 1.5, "y": 0.0, "n": 3}
     ev = lambda t: eval(t, {}, env)  # noqa: E731 (plain eval of test-only literals)
-    assert V.predicate_reason("x > 2 and y < 1", False, ev) == "contradicted: x = 1.5 > 2 is false"
-    assert V.predicate_reason("x > 1 and y < 1", True, ev) == "held: x = 1.5 > 1; y = 0 < 1 are true"
-    assert V.predicate_reason("n == 3", True, ev) == "held: n = 3 == 3 is true"
+    assert V.predicate_reason("x > 2 and y < 1", False, ev) == "contradicted: x = 1.5 > 2 (false)"
+    assert V.predicate_reason("x > 1 and y < 1", True, ev) == "held: x = 1.5 > 1 (true); y = 0 < 1 (true)"
+    assert V.predicate_reason("n == 3 and ok", True, lambda t: eval(t, {}, dict(env, ok=True))) == \
+        "held: n = 3 == 3 (true); ok is True"
 
 
 def test_bad_interval_shapes_are_named():

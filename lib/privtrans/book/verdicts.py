@@ -210,6 +210,12 @@ def _resolve_note(cs, verdicts, margin, effect) -> str:
     whose = f"{PAPERS if paper else 'the observed'} difference ({_g(target)} beyond the margin" + \
         ("; it points against the paper, so more seeds would tend toward contradicted)" if target < 0 else ")")
     where = f" (cell {name})" if name else ""
+    have = cs[name].get("n") or 0
+    if paper and need <= have:
+        return (f"more seeds are not what is missing: at the observed paired sd {sd:.3g}{where}, {need} paired "
+                f"seeds would resolve {PAPERS} difference ({_g(target)} beyond the margin), and these {have} did "
+                f"not, so the observed difference ({_g(cs[name]['mean'] - margin)} beyond the margin) is well "
+                f"short of the paper's")
     if need > MAX_SEEDS:
         return (f"{whose} is so small against the paired sd {sd:.3g}{where} that more than {MAX_SEEDS} seeds "
                 f"would be needed to resolve it")
@@ -289,7 +295,7 @@ def explain(text: str, evaluate: Callable[[str], object]) -> list[tuple[bool | N
                     shown.append(f"{src} = ? ({type(e).__name__})")
                 if i < len(leaf.ops):
                     shown.append(_OPS.get(type(leaf.ops[i]), "?"))
-            out.append((truth, " ".join(shown)))
+            out.append((truth, " ".join(shown) + f" ({'true' if truth else 'false'})"))
         else:
             out.append((truth, f"{ast.unparse(leaf)} is {truth}"))
     return out
@@ -303,9 +309,8 @@ def predicate_reason(text: str, truth: bool, evaluate: Callable[[str], object]) 
     """The computed reason of a deterministic claim: the comparisons that decided it, with values."""
     terms = explain(text, evaluate)
     deciding = [s for t, s in terms if t is truth] or [s for _, s in terms]
-    mark = "true" if truth else "false"
     shown = "; ".join(deciding[:6]) + ("; …" if len(deciding) > 6 else "")
-    return f"{'held' if truth else 'contradicted'}: {shown} {'is' if len(deciding) == 1 else 'are'} {mark}"
+    return f"{'held' if truth else 'contradicted'}: {shown}"
 
 
 def tally(verdicts: Sequence[str]) -> dict[str, int]:
