@@ -172,9 +172,10 @@ def judge_intervals(value, margin: float, need=None, effect: float | None = None
     else:
         verdict = INCONCLUSIVE
     parts = []
-    for v, plural, single in ((HELD, "clear", "clears"), (CONTRADICTED, "lie at or below", "lies at or below"),
-                              (INCONCLUSIVE, "contain", "contains"), (NOT_JUDGED, "have no interval against",
-                                                                      "has no interval against")):
+    words = [(HELD, "clear", "clears"), (CONTRADICTED, "lie at or below", "lies at or below"),
+             (INCONCLUSIVE, "contain", "contains"), (NOT_JUDGED, "have no interval against", "has no interval against")]
+    words.sort(key=lambda w: w[0] != verdict)  # the cells that decided the verdict first
+    for v, plural, single in words:
         names = [n for n, x in verdicts.items() if x == v]
         if not names:
             continue
