@@ -97,3 +97,13 @@ def test_the_schema_refuses_what_a_reviewer_would_not_sign(tmp_path):
     assert "reading but no reading_value" in problems("predicate: nb.x, reading: 'under-trained'")
     assert "applies to interval claims only" in problems("predicate: nb.x, margin: 0")
     assert "without the paper's words" in problems("predicate: nb.x, quote: ''")
+
+
+def test_the_table_shows_the_verdict_once_and_the_computed_reason_beside_it():
+    from privtrans.book.claims import _without_verdict
+
+    assert _without_verdict("held (mean difference +0.01 [-0.01, +0.03] (95%, n = 3) clears the margin -0.02)",
+                            "held") == "mean difference +0.01 [-0.01, +0.03] (95%, n = 3) clears the margin -0.02"
+    assert _without_verdict("held: x = 1 > 0 (true)", "held") == "x = 1 > 0 (true)"
+    assert _without_verdict("contradicted: the data exclude the claim (a); b", "contradicted") == \
+        "the data exclude the claim (a); b"

@@ -316,6 +316,19 @@ MARK = {V.HELD: "**held**", V.CONTRADICTED: "**contradicted**", V.INCONCLUSIVE: 
         V.NOT_JUDGED: "*not judged*"}
 
 
+def _without_verdict(reason: str, verdict: str) -> str:
+    """The reason without the verdict word it starts with (the table shows the verdict beside it)."""
+    if not reason.startswith(verdict):
+        return reason
+    rest = reason[len(verdict):].lstrip(":").strip()
+    depth = 0
+    for i, ch in enumerate(rest):  # strip one pair of parentheses around the whole text
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return rest[1:-1] if i == len(rest) - 1 and rest.startswith("(") else rest
+    return rest
+
+
 def _cell(x) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
@@ -346,7 +359,7 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
             ours = r["statement"]
             if r.get("deviation"):
                 ours += f" *Deviation: {r['deviation']}*"
-            why = f"{MARK[r['verdict']]}: {r['reason']}"
+            why = f"{MARK[r['verdict']]}: {_without_verdict(r['reason'], r['verdict'])}"
             if r.get("reading"):
                 why += f" *Our reading: {r['reading']} (recorded: {fmt(r.get('reading_value'))})*"
             paper = fmt(r["paper_value"])
