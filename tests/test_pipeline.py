@@ -569,3 +569,27 @@ def test_the_root_redirect_page_keeps_its_target_and_gets_the_books_icon(tmp_pat
     index.write_text("<html>something else</html>")
     write_redirect_page(index)  # a shape it does not know is left alone
     assert index.read_text() == "<html>something else</html>"
+
+
+def test_a_build_at_another_seed_finds_the_spu_environment(tmp_path, monkeypatch):
+    """The temporary copy leaves .venv-spu behind (it is large): the copy's build is pointed at the
+    checkout's own, under the name privtrans.mpc_attention.spu reads."""
+    import subprocess
+
+    from privtrans.book.pipeline import seedflip
+    from privtrans.mpc_attention import spu
+
+    (tmp_path / ".venv-spu" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv-spu" / "bin" / "python").write_text("")
+    (tmp_path / "_config.yml").write_text("")
+    seen = {}
+
+    def run(cmd, cwd, env):
+        seen.update(env)
+        return subprocess.CompletedProcess(cmd, 1)
+
+    monkeypatch.delenv(spu.ENV_VAR, raising=False)
+    monkeypatch.setattr(seedflip.subprocess, "run", run)
+    with pytest.raises(SystemExit, match="failed"):
+        seedflip.build_at_seed(tmp_path, "mpc_attention", "smoke", 100)
+    assert seen[spu.ENV_VAR] == str(tmp_path / ".venv-spu" / "bin" / "python")

@@ -22,6 +22,7 @@ from ..chapters import check_profile, check_seed, get
 from ..paths import repo_root
 from .compare import count, differences
 
+SPU_ENV = "PRIVTRANS_SPU_PYTHON"  # privtrans.mpc_attention.spu reads it (the machinery imports no chapter)
 COPY_IGNORE = shutil.ignore_patterns(".venv", ".venv-*", "_build", "_executed", "_generated", ".git",
                                      "__pycache__", ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
 
@@ -53,6 +54,9 @@ def build_at_seed(root: Path, chapter: str | list[str], profile: str, seed: int)
         copy = Path(tmp) / "repo"
         shutil.copytree(root, copy, ignore=COPY_IGNORE)
         env = dict(os.environ, PRIVTRANS_ROOT=str(copy))
+        spu = root / ".venv-spu" / "bin" / "python"  # SecretFlow SPU's own environment is not copied
+        if spu.is_file() and not env.get(SPU_ENV):
+            env[SPU_ENV] = str(spu)
         cmd = [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(copy), "--profile", profile,
                "--seed", str(seed), "--chapter", ",".join(chapters), "--no-html"]
         print(f"building {', '.join(chapters)} at profile {profile}, seed {seed} in {copy} ...", flush=True)
