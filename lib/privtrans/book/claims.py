@@ -53,7 +53,6 @@ starting with ``_`` and attributes starting with ``_`` (so no ``().__class__`` e
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -99,8 +98,7 @@ def _problems(c: dict) -> list[str]:
         if not isinstance(c.get("margin"), (int, float)) or isinstance(c.get("margin"), bool):
             out.append("has an interval but no numeric margin (state it, even 0)")
         need = c.get("need", "all")
-        if not (need in ("all", "any") or (isinstance(need, int) and not isinstance(need, bool) and need >= 1)
-                or (isinstance(need, str) and re.fullmatch(r"all but \d+", need))):
+        if not V.need_allowed(need):
             out.append(f"has need {need!r}; allowed values are all, any, 'all but K' or a positive count of cells")
         if "effect" in c and not isinstance(c["effect"], (int, float)):
             out.append(f"has a non-numeric effect {c['effect']!r}")
@@ -186,21 +184,23 @@ def _seeds(res: dict) -> list:
     return list(seeds) if isinstance(seeds, (list, tuple)) else [res.get("seed")]
 
 
-def decide(c: dict, env: dict) -> tuple[str, str]:
-    """(verdict, computed reason) of one claim over the recorded values in ``env``."""
+def decide(c: dict, env: dict) -> tuple[str, str, dict | None]:
+    """(verdict, computed reason, the cells: None for a predicate claim) of one claim over the recorded
+    values in ``env``. An interval claim's cells are read even when its precondition fails, so the
+    summary and the forest plot still show them."""
+    cells = V.cells(_plain(expression(c["interval"], env))) if "interval" in c else None
     if c.get("precondition"):
         ready = truth(c["precondition"], env)
         if not ready:
             terms = V.explain(c["precondition"], lambda t: expression(t, env))
             shown = "; ".join(s for t, s in terms if t is not True) or c["precondition"]
             what = f" ({c['precondition_why']})" if c.get("precondition_why") else ""
-            return V.NOT_JUDGED, f"not judged: the setting cannot show the effect{what}: {shown}"
-    if "interval" in c:
-        value = _plain(expression(c["interval"], env))
-        return V.judge_intervals(value, float(c["margin"]), c.get("need"), c.get("effect"))
+            return V.NOT_JUDGED, f"not judged: the setting cannot show the effect{what}: {shown}", cells
+    if cells is not None:
+        return (*V.judge_intervals(cells, float(c["margin"]), c.get("need"), c.get("effect")), cells)
     held = truth(c["predicate"], env)
     return (V.HELD if held else V.CONTRADICTED), V.predicate_reason(c["predicate"], held,
-                                                                     lambda t: expression(t, env))
+                                                                     lambda t: expression(t, env)), None
 
 
 def quotes(c: dict) -> list[str]:
@@ -241,10 +241,9 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
         row["seeds"] = _seeds(res)
         try:
             row["value"] = _plain(expression(c["value"], env))
-            verdict, reason = decide(c, env)
-            if "interval" in c:  # the intervals themselves, for the forest plot and independent checks
-                row["cells"] = {k: {f: v.get(f) for f in ("mean", "lo", "hi", "n")}
-                                for k, v in V.cells(_plain(expression(c["interval"], env))).items()}
+            verdict, reason, cells = decide(c, env)
+            if cells is not None:  # the intervals themselves, for the forest plot and independent checks
+                row["cells"] = {k: {f: v.get(f) for f in ("mean", "lo", "hi", "n")} for k, v in cells.items()}
         except EVAL_ERRORS as e:
             row["reason"] = _cannot(e)
             continue
@@ -269,10 +268,7 @@ def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[st
     P = lookup(chapter, root)
     env = {"P": P, "math": MATH}
     ev = EvalWithCompoundTypes(functions=dict(FUNCTIONS, P=P), names=env)
-    try:
-        value = ev.eval(c["paper_test"])
-    except PaperValueError:
-        raise
+    value = ev.eval(c["paper_test"])
     if "interval" in c:
         return V.judge_points(value, float(c["margin"]), c.get("need"))
     if isinstance(value, bool):

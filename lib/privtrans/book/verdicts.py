@@ -74,6 +74,12 @@ def cells(value) -> dict[str, Mapping]:
     return out
 
 
+def need_allowed(need) -> bool:
+    """Whether ``need`` is one of the forms :func:`required` reads (whatever the number of cells)."""
+    return (need in (None, "all", "any") or (isinstance(need, int) and not isinstance(need, bool) and need >= 1)
+            or (isinstance(need, str) and re.fullmatch(r"all but \d+", need) is not None))
+
+
 def required(need, n_cells: int) -> int:
     """How many cells must clear the margin: need = 'all' (default), 'any', 'all but K' (the paper's
     "almost all"), or an int k <= cells."""
