@@ -24,3 +24,18 @@ def test_a_cell_clears_zero_on_the_plot_exactly_when_it_clears_its_margin(tmp_pa
     assert [p["label"] for p in forest.points(rows)] == ["a"]  # checks are not the paper's claims
     assert forest.draw(rows, tmp_path / "f.png").stat().st_size > 1000
     assert forest.draw(rows[1:], tmp_path / "g.png") is None and not (tmp_path / "g.png").exists()
+
+
+def test_the_landing_page_draws_every_chapter_in_one(tmp_path):
+    cell = {"mean": 0.5, "lo": 0.2, "hi": 0.8, "n": 5}
+    rows = [{"chapter": ch, "id": "c", "kind": "reproduction", "margin": 0.0, "verdict": "held",
+             "cells": {"": cell}} for ch in ("taft", "merge")]
+    assert [p["label"] for p in forest.points(rows, with_chapter=True)] == ["taft/c", "merge/c"]
+    two = {"a": cell, "b": {"mean": 0.1, "lo": -0.3, "hi": 0.5, "n": 5}}
+    many = [{**rows[0], "cells": two, "need": need} for need in ("all", "any")]
+    # 'all' rests on the weaker cell, 'any' on the stronger: one bar per claim on the landing page
+    assert [p["label"] for p in forest.points(many, with_chapter=True)] == ["taft/c [b] (1 of 2 cells)",
+                                                                           "taft/c [a] (1 of 2 cells)"]
+    assert forest.draw(rows, tmp_path / "all.png", with_chapter=True).stat().st_size > 1000
+    assert "/book/_generated/forest.png" in forest.directive()
+    assert "/book/_generated/taft/forest.png" in forest.directive("taft")

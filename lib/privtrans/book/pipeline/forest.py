@@ -14,6 +14,7 @@ from pathlib import Path
 from scipy import stats
 
 from ..runcache import atomic_write
+from ..verdicts import required
 
 COLOURS = {"held": "#2a9d8f", "contradicted": "#e76f51", "inconclusive": "#e9c46a", "not judged": "#b0b0b0"}
 CLIP = 12.0  # standard errors: beyond this a cell is far from its margin either way; drawn at the edge
@@ -33,22 +34,40 @@ def standardised(cell: dict, margin: float) -> tuple[float, float, float] | None
     return z, z - t, z + t
 
 
-def points(rows: list[dict]) -> list[dict]:
+def points(rows: list[dict], with_chapter: bool = False) -> list[dict]:
+    """One point per cell of every reproduction with an interval, labelled ``id [cell]``; or, with
+    ``with_chapter`` (the landing page, every chapter in one plot), one point per claim labelled
+    ``chapter/id``: the cell its verdict rests on (:func:`deciding`)."""
     out = []
     for r in rows:
         if r.get("kind") != "reproduction" or not r.get("cells") or r.get("margin") is None:
             continue
+        cells = []
         for name, cell in r["cells"].items():
             s = standardised(cell, float(r["margin"]))
             if s is not None:
-                out.append({"label": f"{r['id']}" + (f" [{name}]" if name else ""), "verdict": r["verdict"],
-                            "z": s[0], "lo": s[1], "hi": s[2]})
+                cells.append({"label": r["id"] + (f" [{name}]" if name else ""), "verdict": r["verdict"],
+                              "z": s[0], "lo": s[1], "hi": s[2]})
+        if with_chapter and cells:
+            d = deciding(cells, r.get("need"))
+            more = f" (1 of {len(cells)} cells)" if len(cells) > 1 else ""
+            cells = [{**d, "label": f"{r['chapter']}/{d['label']}{more}"}]
+        out += cells
     return out
 
 
-def draw(rows: list[dict], path: Path) -> Path | None:
-    """Write the chapter's forest plot; None when it has no interval claim with an interval."""
-    pts = points(rows)
+def deciding(cells: list[dict], need) -> dict:
+    """The cell a claim's verdict rests on: with k cells required to clear the margin
+    (``verdicts.required``), the k-th highest lower end. The claim is held exactly when that cell
+    clears, so one bar per claim still shows how far it is from its verdict."""
+    k = required(need, len(cells))
+    return sorted(cells, key=lambda c: -c["lo"])[k - 1]
+
+
+def draw(rows: list[dict], path: Path, with_chapter: bool = False) -> Path | None:
+    """Write the forest plot of ``rows`` (one chapter's, or every chapter's with ``with_chapter``);
+    None when no reproduction has an interval."""
+    pts = points(rows, with_chapter)
     if not pts:
         return None
     import matplotlib
@@ -58,13 +77,14 @@ def draw(rows: list[dict], path: Path) -> Path | None:
 
     from ..plotting import subplots
 
-    fig, ax = subplots(figsize=(7.5, 0.9 + 0.22 * len(pts)))
+    row_h, font = (0.18, 6.5) if with_chapter else (0.22, 7)
+    fig, ax = subplots(figsize=(7.5, 0.9 + row_h * len(pts)))
     for i, p in enumerate(pts):
         lo, hi, z = (max(-CLIP, min(CLIP, v)) for v in (p["lo"], p["hi"], p["z"]))
         ax.plot([lo, hi], [i, i], color=COLOURS[p["verdict"]], lw=2.2, solid_capstyle="butt")
         ax.plot([z], [i], "o", color=COLOURS[p["verdict"]], ms=4)
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(range(len(pts)), [p["label"] for p in pts], fontsize=7)
+    ax.set_yticks(range(len(pts)), [p["label"] for p in pts], fontsize=font)
     ax.set_ylim(len(pts) - 0.5, -0.5)
     ax.set_xlim(-CLIP - 0.5, CLIP + 0.5)
     ax.set_xlabel("(difference − the claim's margin) in standard errors, 95 % t interval "
@@ -79,9 +99,12 @@ def draw(rows: list[dict], path: Path) -> Path | None:
     return path
 
 
-def directive(chapter: str) -> str:
-    return (f"```{{image}} /book/_generated/{chapter}/forest.png\n"
-            f":alt: {chapter}: each comparison claim's intervals, in standard errors from the margin it must "
+def directive(chapter: str | None = None) -> str:
+    """The image block of a chapter's plot, or (``chapter`` None) the landing page's of every chapter."""
+    src = f"/book/_generated/{chapter}/forest.png" if chapter else "/book/_generated/forest.png"
+    who = chapter or "every chapter"
+    return (f"```{{image}} {src}\n"
+            f":alt: {who}: each comparison claim's intervals, in standard errors from the margin it must "
             f"clear, coloured by verdict\n:width: 90%\n```\n\n"
             "Each bar is one cell of a comparison claim, in standard errors from the margin the paper's "
             "sentence implies: right of the line clears it, left of it is excluded, across it the seeds "

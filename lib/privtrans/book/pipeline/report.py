@@ -173,6 +173,8 @@ def write_status_page(root: Path, summary: dict):
         lines.append(f"| {{doc}}`/book/{r['chapter']}` | {r['ok']} / {r['notebooks']} | {r['rep_held']} | "
                      f"{r['rep_contradicted']} | {r['rep_inconclusive']} | {r['rep_not_judged']} | "
                      f"{r['check_held']} / {r['check_total']} | {r['minutes']:.1f} |")
+    if forest.draw(summary["claims"], out / "forest.png", with_chapter=True):
+        lines += ["", "Every chapter's comparison claims on one scale:", "", forest.directive().rstrip()]
     lines += stability_lines(summary)
     versions = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items())
     lines += ["", f"Packages: {versions}.", "", "| Notebook | Profile | Seconds | Status |", "|---|---|---|---|"]
