@@ -59,6 +59,8 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
     for ch in CHAPTERS:
         page = (html / "book" / f"{ch}.html").read_text()
         assert "Paper vs. this reproduction" in page and "Built at profile" in page, ch
+        # captions carry the paper's numbering only ("Figure 1(a-b) reproduced"), no Sphinx "Fig. N"
+        assert "caption-number" not in page, f"{ch}: a figure caption is numbered by Sphinx"
     for nb in discover(root):
         page = (html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html").read_text()
         assert f"{nb.stem}.ipynb" in page
@@ -71,6 +73,9 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
     assert "status.png" in intro and (html / "_images").is_dir() and "Checks held" in intro and "Inconclusive" in intro  # the dashboard
     assert "not built yet" not in intro  # every chapter has notebooks, and the smoke book ran them all
     summary = json.loads((root / "_build" / "summary.json").read_text())
+    intervals = [c for c in summary["claims"] if c["kind"] == "reproduction" and c.get("margin") is not None
+                 and any((cell.get("n") or 0) >= 2 for cell in (c.get("cells") or {}).values())]
+    assert ("forest.png" in intro) == bool(intervals)  # every chapter's comparison claims in one forest plot
     assert summary["machine"]["cores"] >= 1 and "torch" in summary["machine"]["versions"]
 
 
