@@ -61,6 +61,9 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
         assert "Paper vs. this reproduction" in page and "Built at profile" in page, ch
         # captions carry the paper's numbering only ("Figure 1(a-b) reproduced"), no Sphinx "Fig. N"
         assert "caption-number" not in page, f"{ch}: a figure caption is numbered by Sphinx"
+        # every claim row has its anchor and links the executed notebook that recorded its values
+        assert page.count('id="claim-') == len(claims.load(ch, root)["claims"]), ch
+        assert re.search(r'recorded by\s*<a[^>]+href="_executed/' + ch + r'/\d\d_', page), ch
     for nb in discover(root):
         page = (html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html").read_text()
         assert f"{nb.stem}.ipynb" in page

@@ -362,7 +362,11 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
             if r.get("paper_self_test"):
                 paper += (" *(the paper's own numbers pass this test)*" if r["paper_self_test"] == V.HELD else
                           f" *(the paper's own numbers: {r['paper_self_test']})*")
-            cells = [r["paper_item"], said, ours, paper, fmt(r["value"]), why]
+            ours_value = fmt(r["value"])
+            if r.get("recorded_in"):  # the executed notebook that recorded the values (report.py sets it)
+                ours_value += f" (recorded by {{doc}}`{r['recorded_in'].rsplit('/', 1)[-1]} <{r['recorded_in']}>`)"
+            anchor = f'<a id="claim-{r["id"]}"></a>' if r.get("id") else ""
+            cells = [anchor + str(r["paper_item"]), said, ours, paper, ours_value, why]
             if stability is not None:
                 other = stability.get(r["id"])
                 cells.append(f"{MARK[other[0]]} (seed {other[2]})" if other else "–")
