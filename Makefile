@@ -6,6 +6,8 @@
 # make spu                 - SecretFlow SPU's own environment (.venv-spu) for the MPC-attention chapter
 # make stability           - the book again at a disjoint seed set (STABILITY_SEED=100), kept in
 #                            _build/stability/; then the pages show both verdicts per claim
+# make verify             - re-run VERIFY_N cached notebooks (drawn at random, or NB=ch/name) cold in a
+#                            temporary copy and compare every recorded value with the cached build's
 # make lab                 - JupyterLab on notebooks/: the .md sources open as notebooks (jupytext)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -18,7 +20,7 @@ STAMP := $(VENV)/.installed
 SPU_VENV ?= .venv-spu
 SPU_STAMP := $(SPU_VENV)/.installed
 
-.PHONY: book chapter chapters lab test env spu browser clean stability
+.PHONY: book chapter chapters lab test env spu browser clean stability verify
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +52,10 @@ chapter: $(STAMP) $(SPU_STAMP)
 stability: $(STAMP) $(SPU_STAMP)
 	$(PY) -m privtrans.book.pipeline.stability --profile $(PROFILE) --seed $(STABILITY_SEED)
 	$(PY) -m privtrans.book.pipeline --profile $(PROFILE) --seed $(SEED)
+
+VERIFY_N ?= 3
+verify: $(STAMP) $(SPU_STAMP)
+	$(PY) -m privtrans.book.pipeline.verify --n $(VERIFY_N) $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB))
 
 # the chapter registry as a JSON list (the CI workflow's matrix); needs no environment
 chapters:

@@ -1,4 +1,4 @@
-"""python -m privtrans.book.pipeline [--profile ci] [--seed 0] [--chapter CH ...] [--no-html] [--force]
+"""python -m privtrans.book.pipeline [--profile ci] [--seed 0] [--chapter CH ...] [--notebook CH/NAME ...] [--no-html] [--force]
 
 Runs the notebooks (papermill, cached), judges the claims, writes _build/summary.json and the
 generated pages, then builds the HTML book. Exit status 0 only if every notebook ran and the book
@@ -27,6 +27,8 @@ def parse(argv):
     ap.add_argument("--seed", default=os.environ.get("SEED") or "0")
     ap.add_argument("--chapter", action="append", default=[],
                     help=f"run only these chapters (repeat or comma-separate): {', '.join(CHAPTERS)}")
+    ap.add_argument("--notebook", action="append", default=[],
+                    help="run only these notebooks, as chapter/name (e.g. taft/cost or taft/06_cost; repeatable)")
     ap.add_argument("--no-html", action="store_true", help="run notebooks and judge claims, skip Jupyter Book")
     ap.add_argument("--force", action="store_true", help="ignore the cache and re-run")
     ap.add_argument("--root", default=None, help="the checkout to build (default: found from the cwd)")
@@ -52,6 +54,15 @@ def main(argv=None) -> int:
     os.environ[ROOT_ENV] = str(root)
     all_nbs = discover(root)
     todo = [nb for nb in all_nbs if not chapters or nb.chapter in chapters]
+    if args.notebook:
+        known = {f"{nb.chapter}/{n}": nb for nb in all_nbs for n in (nb.name, nb.stem)}
+        bad = [n for n in args.notebook if n not in known]
+        if bad:
+            print(f"error: unknown notebook(s) {bad}: give chapter/name, one of "
+                  f"{', '.join(sorted(f'{nb.chapter}/{nb.name}' for nb in all_nbs))}", file=sys.stderr)
+            return 2
+        picked = {id(known[n]) for n in args.notebook}
+        todo = [nb for nb in todo if id(nb) in picked]
     execute.remove_stale(root, all_nbs)
 
     try:

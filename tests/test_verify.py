@@ -1,0 +1,62 @@
+"""privtrans.book.pipeline.verify: a cached book's values equal a cold re-run's (make verify)."""
+
+import json
+
+import pytest
+
+from privtrans.book.pipeline import verify
+
+
+def test_compare_finds_a_changed_missing_or_extra_value_and_lists_wall_clock_ones():
+    old = {"acc": {"taft": [0.91, 0.88]}, "cached_speedup": 22.2, "seconds": 3.0, "n": 5, "label": "a"}
+    assert verify.compare(old, json.loads(json.dumps(old))) == ([], ["cached_speedup", "seconds"])
+    new = {**old, "acc": {"taft": [0.91, 0.8800001]}, "cached_speedup": 9.0, "extra": 1}
+    del new["label"]
+    diffs, timing = verify.compare(old, new)
+    assert [d.split(":")[0] for d in diffs] == ["acc.taft[1]", "extra", "label"]
+    assert timing == ["cached_speedup", "seconds"]  # machine load: listed, never failed
+    assert verify.compare({"x": float("nan")}, {"x": float("nan")}) == ([], [])
+    assert verify.compare({"x": True}, {"x": 1})[0]  # a flag is not a number
+
+
+@pytest.mark.parametrize("path, timing", [("ratio.train b=1 cached", True), ("lan_seconds", True), ("enc_time_share", True),
+                                          ("fig4.speedup[512]", True), ("wall_s", True),
+                                          ("accuracy", False), ("rounds", False), ("sigma", False),
+                                          ("mr2.steps", False), ("fall_ratio.0.2", False), ("merge_round_ratio", False),
+                                          ("paper_setting_near_within.mean", False)])
+def test_what_counts_as_wall_clock(path, timing):
+    assert bool(verify.TIMING.search(path)) is timing
+
+
+@pytest.mark.book
+def test_a_cold_rerun_of_a_cached_notebook_records_the_same_values(book, capsys):
+    root, _ = book
+    summary = json.loads((root / "_build" / "summary.json").read_text())
+    fastest = min((r for r in summary["notebooks"] if r["status"] == "ok"), key=lambda r: r["seconds"])
+    name = fastest["notebook"].split("_", 1)[1]
+    nb = f"{fastest['chapter']}/{name}"
+    assert verify.main(["--root", str(root), "--notebook", nb]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{nb}: " in out and " 0 differ" in out
+    # and a cached value that a re-run would not give is found
+    f = root / "book" / "_generated" / fastest["chapter"] / name / "results.json"
+    good = f.read_text()
+    try:
+        doc = json.loads(good)
+        k = next(k for k, v in verify.flatten(doc["values"]).items()
+                 if isinstance(v, float) and not verify.TIMING.search(k))
+        tampered = json.loads(good)
+        head = tampered["values"]
+        parts = k.replace("]", "").replace("[", ".").split(".")
+        for p in parts[:-1]:
+            head = head[int(p)] if isinstance(head, list) else head[p]
+        last = parts[-1]
+        if isinstance(head, list):
+            head[int(last)] += 1.0
+        else:
+            head[last] += 1.0
+        f.write_text(json.dumps(tampered))
+        assert verify.main(["--root", str(root), "--notebook", nb]) == 1
+        assert "differ from the cached build" in capsys.readouterr().out
+    finally:
+        f.write_text(good)
