@@ -64,6 +64,10 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
         # every claim row has its anchor and links the executed notebook that recorded its values
         assert page.count('id="claim-') == len(claims.load(ch, root)["claims"]), ch
         assert re.search(r'recorded by\s*<a[^>]+href="_executed/' + ch + r'/\d\d_', page), ch
+        # ... and links the code behind it: the chapter's modules in the library appendix
+        assert f'href="_library/privtrans.{ch}.readouts.html"' in page, ch
+    readouts = (html / "book" / "_library" / "privtrans.taft.readouts.html").read_text()
+    assert "def table1_finetuning" in re.sub(r"<[^>]+>", "", readouts)  # the source, rendered
     for nb in discover(root):
         page = (html / "book" / "_executed" / nb.chapter / f"{nb.stem}.html").read_text()
         assert f"{nb.stem}.ipynb" in page

@@ -13,6 +13,7 @@ import nbformat
 
 from ..chapters import PROFILES, toc_yaml
 from ..runcache import atomic_write_text
+from . import library
 from .discover import Notebook
 from .execute import executed_path
 
@@ -146,6 +147,7 @@ def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     if problem:
         return False, problem
     repository = repository_config(root)
+    library.write_pages(root)  # the appendix: one page per module of lib/privtrans
     for nb in notebooks:
         path = executed_path(root, nb)
         executed = nbformat.read(path, as_version=4)

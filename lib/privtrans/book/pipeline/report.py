@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import claims
-from . import forest
+from . import forest, library
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
 from ..paths import generated_dir
@@ -71,7 +71,8 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
             r["recorded_in"] = recorded_in(root, ch, r.get("notebook"), ran)
         figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
         atomic_write_text(generated_dir(ch, root) / "claims.md",
-                          (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab))
+                          (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab)
+                          + library.chapter_links(ch, root))
         rows_all += rows
     return rows_all
 

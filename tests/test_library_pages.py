@@ -1,0 +1,34 @@
+"""privtrans.book.pipeline.library: the appendix has one page per module, showing its real source."""
+
+from pathlib import Path
+
+from privtrans.book.pipeline import library
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_one_page_per_module_with_its_source_and_definitions(tmp_path):
+    lib = tmp_path / "lib" / "privtrans" / "taft"
+    lib.mkdir(parents=True)
+    (lib.parent / "__init__.py").write_text("")
+    (lib / "__init__.py").write_text('"""taft."""\n')
+    (lib / "readouts.py").write_text("import math\n\n\ndef cost(x):\n    return x\n\n\nclass Row:\n    pass\n")
+    stale = tmp_path / "book" / "_library" / "privtrans.gone.md"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old")
+    names = library.write_pages(tmp_path)
+    assert names == ["privtrans", "privtrans.taft", "privtrans.taft.readouts"]
+    page = (tmp_path / "book" / "_library" / "privtrans.taft.readouts.md").read_text()
+    assert "```{literalinclude} /lib/privtrans/taft/readouts.py" in page and ":linenos:" in page
+    assert "`cost` (line 4), `Row` (line 8)" in page
+    assert not stale.exists()  # a module that is gone loses its page
+    links = library.chapter_links("taft", tmp_path)
+    assert "{doc}`readouts </book/_library/privtrans.taft.readouts>`" in links
+    assert library.chapter_links("merge", tmp_path) == ""
+
+
+def test_every_module_of_the_library_gets_a_page_and_the_toc_lists_them():
+    names = [n for n, _ in library.modules(REPO)]
+    assert "privtrans.shared.seeds_together" in names and "privtrans.book.verdicts" in names
+    toc = (REPO / "_toc.yml").read_text()
+    assert "glob: book/_library/*" in toc and "file: book/library" in toc
