@@ -6,6 +6,10 @@
 - A colour mode on a first visit. pydata-sphinx-theme starts from the page context's
   ``default_mode``, which Jupyter Book never sets, so every page logged "Got invalid theme mode: ."
   as a console error until the reader picked a mode.
+- Figure captions carry the paper's own numbering ("Figure 1(a-b) reproduced"). sphinx-jupyterbook-latex
+  (which Jupyter Book always loads) sets ``numfig = True`` for every builder at ``config-inited``,
+  over ``_config.yml``, so Sphinx prefixed "Fig. 4" to those captions; it is switched off again
+  after that handler.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ def unique_scripts(app, pagename, templatename, context, doctree):
     context["script_files"][:] = kept
 
 
+def keep_numfig(app, config) -> None:
+    config["numfig"] = False  # as _config.yml says; the book numbers nothing itself
+
+
 def setup(app):
+    app.connect("config-inited", keep_numfig, priority=900)  # after sphinx-jupyterbook-latex (500)
     app.connect("html-page-context", unique_scripts, priority=1)  # html-page-context stops at the first handler that returns a template
     return {"parallel_read_safe": True, "parallel_write_safe": True}
