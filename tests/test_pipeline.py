@@ -389,13 +389,13 @@ def test_compare_lists_the_verdicts_that_differ():
 
 
 def test_one_build_at_a_time(root):
-    from privtrans.book.pipeline import progress
+    from privtrans.book.pipeline import lock
 
-    with progress.build_lock(root):
-        with pytest.raises(progress.Busy, match="another build is running in this checkout"):
-            with progress.build_lock(root):
+    with lock.build_lock(root):
+        with pytest.raises(lock.Busy, match="another build is running in this checkout"):
+            with lock.build_lock(root):
                 pass
-    with progress.build_lock(root):  # released when the first one ends
+    with lock.build_lock(root):  # released when the first one ends
         pass
 
 

@@ -17,7 +17,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import PROFILES, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims
-from . import cache, execute, html, progress, report
+from . import cache, execute, html, lock, progress, report
 from .discover import discover
 
 
@@ -66,11 +66,11 @@ def main(argv=None) -> int:
     execute.remove_stale(root, all_nbs)
 
     try:
-        with progress.build_lock(root):
+        with lock.build_lock(root):
             t_start = time.perf_counter()
             run_all(root, todo, profile, seed, args.force)
             return finish(root, all_nbs, profile, seed, args.no_html, t_start)
-    except progress.Busy as e:
+    except lock.Busy as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except progress.Interrupted as e:
