@@ -154,3 +154,57 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one generator per seed"):
         T.dp_gradient(st, per_sample_ce, torch.zeros(2, 1, 6), torch.zeros(2, 1, dtype=torch.long),
                       generators=[None], noise_multiplier=1.0, expected_batch_size=1, max_grad_norm=1.0)
+
+
+class Tied(nn.Module):
+    """An embedding shared with the output layer (SASRec's item embedding)."""
+
+    def __init__(self, v=7, d=5):
+        super().__init__()
+        self.emb = nn.Embedding(v, d)
+        self.mix = nn.Linear(d, d)
+        self.out = nn.Linear(d, v, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.out(torch.tanh(self.mix(self.emb(ids))))
+
+
+def test_a_tied_model_keeps_its_tie_apart_and_together():
+    def tied(seed):
+        torch.manual_seed(seed)
+        return Tied()
+
+    ids, y = torch.randint(0, 7, (3, 6)), torch.randint(0, 7, (3, 6))
+    ref = []
+    for i, s in enumerate(SEEDS):
+        m = tied(s)
+        opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(m(ids[i]), y[i]).backward()
+            opt.step()
+        ref.append(m)
+    st = T.Stack([tied(s) for s in SEEDS])
+    assert st.base.out.weight is st.base.emb.weight
+    opt = torch.optim.Adam(st.parameters(), lr=1e-2)
+    for _ in range(3):
+        opt.zero_grad()
+        out = st(ids)
+        sum(F.cross_entropy(out[i], y[i]) for i in range(3)).backward()
+        opt.step()
+    assert_models_close(ref, st.write_back())
+    # the DP step too: per-sample gradients of the tied weight sum both uses
+    kw = dict(noise_multiplier=0.5, expected_batch_size=6, max_grad_norm=1.0, clipping="automatic")
+    gens = [torch.Generator().manual_seed(s) for s in SEEDS]
+    apart = []
+    for i, s in enumerate(SEEDS):
+        m = tied(s)
+        step = make_dp_step("opacus", m, per_sample_ce, generator=torch.Generator().manual_seed(s), **kw)
+        step(ids[i], y[i])
+        apart.append([p.grad.clone() for p in m.parameters()])
+    st = T.Stack([tied(s) for s in SEEDS])
+    T.dp_gradient(st, per_sample_ce, ids, y, generators=gens, **kw)
+    for i in range(3):
+        for g, p in zip(apart[i], st.parameters()):
+            torch.testing.assert_close(g, p.grad[i], atol=1e-5, rtol=1e-4)

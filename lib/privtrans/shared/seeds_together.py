@@ -55,6 +55,7 @@ class Stack:
         self.k = len(models)
         self.params, self.buffers = stack_module_state(self.models)
         self.base = copy.deepcopy(self.models[0]).to("meta")
+        _retie(self.base, self.models[0])
 
     def parameters(self) -> list[torch.Tensor]:
         """The stacked tensors that require grad (a model's frozen parameters stay frozen)."""
@@ -91,6 +92,22 @@ class Stack:
                 if name in self.buffers:
                     t.copy_(self.buffers[name][i])
         return self.models
+
+
+def _retie(base: nn.Module, model: nn.Module) -> None:
+    """Tie in ``base`` what ``model`` ties (e.g. an item embedding shared with the output layer).
+
+    ``.to("meta")`` gives every module its own meta Parameter, so a tie is lost, and
+    ``functional_call(tie_weights=True)`` can only follow a tie the base still has: without this a
+    tied output layer would read a meta tensor instead of the stacked embedding."""
+    uses: dict[int, list[tuple[str, str]]] = {}
+    for mname, mod in model.named_modules():
+        for pname, p in mod.named_parameters(recurse=False):
+            uses.setdefault(id(p), []).append((mname, pname))
+    modules = dict(base.named_modules())
+    for (m0, p0), *rest in uses.values():
+        for mname, pname in rest:
+            setattr(modules[mname], pname, getattr(modules[m0], p0))
 
 
 def stacked_batches(perms: Sequence[torch.Tensor], size: int):
