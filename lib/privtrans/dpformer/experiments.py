@@ -81,11 +81,19 @@ def reference_rows(b: Bundle, max_len: int) -> list[dict]:
 
 def run_grid(cache: RunCache, b: Bundle, cfg: dict, methods, epsilons, seeds, log=None,
              **overrides) -> list[dict]:
-    """Every (method, ε, seed) run with the notebook's settings (plus ``overrides``), via the cache."""
+    """Every (method, ε, seed) run with the notebook's settings (plus ``overrides``), via the cache.
+
+    The runs the cache lacks are trained first on every core (:func:`privtrans.dpformer.runs.train_missing`);
+    with ``runs.TOGETHER_BY_DEFAULT`` on, the seeds of one (method, ε) are instead trained together as
+    one vectorised model (:func:`privtrans.dpformer.runs.cached_runs`; off: slower on the CPU)."""
     fp = b.data.fingerprint()
-    return [runs.cached_run(cache, train.spec_from_cfg(cfg, method, eps, seed, **overrides), b.split, fp,
-                            log=log)
-            for eps in epsilons for method in methods for seed in seeds]
+    seeds = list(seeds)
+    if not runs.TOGETHER_BY_DEFAULT:
+        runs.train_missing(cache, [train.spec_from_cfg(cfg, method, eps, seed, **overrides)
+                                   for eps in epsilons for method in methods for seed in seeds], b.split, fp)
+    return [r for eps in epsilons for method in methods
+            for r in runs.cached_runs(cache, train.spec_from_cfg(cfg, method, eps, seeds[0] if seeds else 0,
+                                                                 **overrides), seeds, b.split, fp, log=log)]
 
 
 @dataclass
