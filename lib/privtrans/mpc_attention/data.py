@@ -17,10 +17,27 @@ with their sha256 checked here (the README gives the provenance). Rows: id, mean
 
 Tokeniser: lower-cased regex words, vocabulary from the training split (no pretrained vocabulary
 exists offline; the paper's WordPiece model is BERT-Base-Cased's).
+
+Vocabulary size: the same for every seed of one (task, settings), so that the seeds' encoders have
+one shape and can be trained together as one vectorised model (``train.train_teachers_together``,
+issue 21). Each seed's words still come from its own training split (no dev word gets its own
+embedding, as before), but their number is that of a *reference* draw, ``REFERENCE_SEED``'s
+training split, whatever the run's seed (``vocab_rows``): a seed whose split has more words keeps
+its most frequent ones (the dropped words are its rarest kept ones, two occurrences, and become
+[UNK]), one with fewer is padded with ``[unusedN]`` rows that no text maps to (BERT's vocabulary
+has such rows too); a padded row is never looked up, so its gradient is 0 and only AdamW's weight
+decay touches it. At ci (seeds 0-4) that is at most 46 words cut or 54 rows padded of ~5 400 (mr2,
+mrreg) and ~4 160 (pair). Why this and not the profile's cap (``vocab_size`` rows for every seed)
+or one vocabulary from the whole snippet pool: the secure forward (CrypTen and SPU) shares a one-hot
+(T, V) input and multiplies it by the (V, d) table, so the cost tables grow with V; the cap would
+make V 8 004 for every task (+47 % for mr2, +92 % for pair), the pool 8 004 (movie) or 2 837
+(amazon), while this keeps seed 0's vocabulary, data and V exactly as they were (the costs are
+measured with the first seed's teacher, seed 0 in the book).
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import re
@@ -43,6 +60,7 @@ SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 PAD, UNK, CLS, SEP = range(4)
 PAIRS_PER_SNIPPET = 3
 MIN_GAP = 1.0  # rating points (of -4..4) between the two snippets of a pair
+REFERENCE_SEED = 0  # the draw whose training-split vocabulary size every seed's vocabulary takes
 TOKEN = re.compile(r"[a-z0-9']+|[^\sa-z0-9']")
 
 
@@ -73,11 +91,16 @@ def tokenize(text: str) -> list[str]:
 
 
 class Vocab:
-    """Words of the training split with count >= ``min_count``, at most ``size`` (plus specials)."""
+    """Words of the training split with count >= ``min_count``, at most ``size`` (plus specials);
+    with ``rows``, cut or padded (``[unusedN]``, never produced by ``tokenize``) to ``rows`` entries."""
 
-    def __init__(self, texts, size: int = 8000, min_count: int = 2):
+    def __init__(self, texts, size: int = 8000, min_count: int = 2, rows: int | None = None):
         counts = Counter(w for t in texts for w in tokenize(t))
+        if rows is not None:
+            size = min(size, rows - len(SPECIALS))
         words = [w for w, c in counts.most_common(size) if c >= min_count]
+        if rows is not None:
+            words += [f"[unused{i}]" for i in range(rows - len(SPECIALS) - len(words))]
         self.itos = list(SPECIALS) + words
         self.stoi = {w: i for i, w in enumerate(self.itos)}
 
@@ -148,10 +171,8 @@ def _pairs(rows, rng) -> list:
     return items
 
 
-def load(task: str, n_train: int | None = None, n_dev: int | None = None, max_len: int = 48,
-         seed: int = 0, vocab_size: int = 8000) -> Task:
-    """One task, split 80/10 (train/dev; the rest unused) with a fixed shuffle, optionally cut."""
-    check_task(task)
+def _items(task: str, seed: int) -> tuple[list, list]:
+    """(train, dev) items of one seed's draw, before the cut to ``n_train`` / ``n_dev``."""
     rng = np.random.default_rng(seed)
     if task in ("mr2", "mrreg"):
         rows = [r for r in snippets("movie") if task == "mrreg" or r[0] != 0]
@@ -164,8 +185,28 @@ def load(task: str, n_train: int | None = None, n_dev: int | None = None, max_le
         rows = [amazon[i] for i in rng.permutation(len(amazon))]
         n = len(rows)
         tr, dv = _pairs(rows[: int(0.8 * n)], rng), _pairs(rows[int(0.8 * n): int(0.9 * n)], rng)
+    return tr, dv
+
+
+def _texts(items) -> list[str]:
+    return [t for (a, b), _ in items for t in (a, b) if t]
+
+
+@functools.lru_cache(maxsize=None)
+def vocab_rows(task: str, n_train: int | None = None, vocab_size: int = 8000) -> int:
+    """Vocabulary entries (specials included) of every seed: those of ``REFERENCE_SEED``'s split."""
+    tr, _ = _items(check_task(task), REFERENCE_SEED)
+    return len(Vocab(_texts(tr[:n_train] if n_train else tr), size=vocab_size))
+
+
+def load(task: str, n_train: int | None = None, n_dev: int | None = None, max_len: int = 48,
+         seed: int = 0, vocab_size: int = 8000) -> Task:
+    """One task, split 80/10 (train/dev; the rest unused) with a fixed shuffle, optionally cut.
+    The vocabulary has ``vocab_rows(task, n_train, vocab_size)`` entries for every seed."""
+    check_task(task)
+    tr, dv = _items(task, seed)
     tr, dv = tr[:n_train] if n_train else tr, dv[:n_dev] if n_dev else dv
-    vocab = Vocab([t for (a, b), _ in tr for t in (a, b) if t], size=vocab_size)
+    vocab = Vocab(_texts(tr), size=vocab_size, rows=vocab_rows(task, n_train, vocab_size))
     ydtype = torch.float32 if task == "mrreg" else torch.long
 
     def split(part):

@@ -6,6 +6,14 @@ the chapter's accuracy claims compare them on paired seeds (``privtrans.book.pai
 ``teacher(task_name, settings, seed)`` trains (or reads from ``RunCache("mpc_attention")``) the
 Softmax + GeLU teacher and fits f(n) on its training-split denominators: over all layers (the
 paper) and per layer and head (its future work). Keys include the source of the training code.
+
+Seeds together (issue 21): ``converted`` trains the seeds that the cache lacks of one teacher group
+(task, settings) and of one student group (task, attention, activation, per_head) as one vectorised
+model (``train.train_teachers_together`` / ``train.distill_together``, equal per seed to the single
+runs to float tolerance) and stores every seed under the key the single ``teacher`` / ``student``
+use, so a later single call is a cache hit. A seed's "seconds" is then the group's wall time divided
+by the number of seeds trained together (``group_seconds``, ``seeds_together`` beside it).
+Off by default (``TOGETHER``, measured: no gain at ci); the runs then go one per seed to every core.
 """
 
 from __future__ import annotations
@@ -20,7 +28,14 @@ from privtrans.book.runcache import RunCache
 from . import data, encoder, fit, train
 
 CODE = ("privtrans.mpc_attention.attention", "privtrans.mpc_attention.encoder",
-        "privtrans.mpc_attention.train", "privtrans.mpc_attention.data", "privtrans.mpc_attention.fit")
+        "privtrans.mpc_attention.train", "privtrans.mpc_attention.data", "privtrans.mpc_attention.fit",
+        "privtrans.shared.seeds_together")
+# converted(): the missing seeds of a group as one vectorised model. Off: measured at ci (one torch
+# thread, k = 5, benchmarks/seeds_together_mpc_attention.py) 5 seeds together cost 4.8-4.9x one seed
+# in CPU time, about what 5 runs apart cost: this encoder's step is arithmetic (matrix multiplies,
+# element-wise ops), not per-operation overhead, so stacking saves nothing, and one group per task
+# would use one of the two cores where the runs apart use both. It pays at smoke sizes only.
+TOGETHER = False
 
 
 def load_task(name: str, s: dict, seed: int):
@@ -33,6 +48,28 @@ def model_config(task, s: dict) -> encoder.EncoderConfig:
     return encoder.EncoderConfig(vocab_size=len(task.vocab), max_len=task.max_len, n_out=task.n_out, **m)
 
 
+def _teacher_parts(name: str, s: dict, seed: int) -> dict:
+    return {"task": name, "settings": s, "seed": seed}
+
+
+def _student_parts(name: str, s: dict, seed: int, attention: str, activation: str, per_head: bool) -> dict:
+    return {"task": name, "settings": s, "seed": seed, "attention": attention, "activation": activation,
+            "per_head": per_head}
+
+
+def _teacher_record(model, task, s: dict, secs: float) -> dict:
+    """What ``teacher`` stores for a trained model: its metric and the fitted f(n) constants."""
+    batches = [b[:3] for b in task.train.batches(256)][: s.get("fit_batches", 8)]
+    out = {"state": model.state_dict(), "cfg": model.cfg.to_dict(), "metric": train.metric(model, task.dev),
+           "seconds": secs, "const": {}, "const_per_head": {}, "denominators": {}}
+    for kind in ("softmax", "2quad"):
+        d = fit.collect(model, batches, kind)
+        out["denominators"][kind] = (d.n, d.layer, d.head, d.value)
+        out["const"][kind] = fit.fit_all(d)
+        out["const_per_head"][kind] = fit.fit_per_head(d)
+    return out
+
+
 def teacher(name: str, s: dict, seed: int) -> dict:
     """{"state", "cfg", "metric", "seconds", "const": {softmax, 2quad}, "const_per_head": {...},
     "denominators": {kind: (n, layer, head, value) arrays}} for task ``name``."""
@@ -42,24 +79,48 @@ def teacher(name: str, s: dict, seed: int) -> dict:
         task = load_task(name, s, seed)
         cfg = model_config(task, s)
         model, secs = train.train_teacher(task, cfg, s["teacher_epochs"], lr=s["teacher_lr"], seed=seed)
-        batches = [b[:3] for b in task.train.batches(256)][: s.get("fit_batches", 8)]
-        out = {"state": model.state_dict(), "cfg": cfg.to_dict(), "metric": train.metric(model, task.dev),
-               "seconds": secs, "const": {}, "const_per_head": {}, "denominators": {}}
-        for kind in ("softmax", "2quad"):
-            d = fit.collect(model, batches, kind)
-            out["denominators"][kind] = (d.n, d.layer, d.head, d.value)
-            out["const"][kind] = fit.fit_all(d)
-            out["const_per_head"][kind] = fit.fit_per_head(d)
-        return out
+        return _teacher_record(model, task, s, secs)
 
-    parts = {"task": name, "settings": s, "seed": seed}
-    return RunCache("mpc_attention").get_or_make("teacher", parts, make, code=CODE)[0]
+    return RunCache("mpc_attention").get_or_make("teacher", _teacher_parts(name, s, seed), make, code=CODE)[0]
+
+
+def _missing(cache: RunCache, kind: str, parts: list[dict]) -> list[int]:
+    return [i for i, p in enumerate(parts) if cache.get(kind, cache.key(p, CODE)) is None]
+
+
+def teachers_together(name: str, s: dict, seeds: list[int]) -> None:
+    """Train the teachers of ``seeds`` that the cache lacks as one vectorised model and store each
+    under ``teacher(name, s, seed)``'s key."""
+    torch.set_num_threads(1)
+    cache = RunCache("mpc_attention")
+    parts = [_teacher_parts(name, s, sd) for sd in seeds]
+    todo = _missing(cache, "teacher", parts)
+    if len(todo) < 2:
+        for i in todo:
+            teacher(name, s, seeds[i])
+        return
+    tasks = [load_task(name, s, seeds[i]) for i in todo]
+    cfg = model_config(tasks[0], s)
+    models, secs = train.train_teachers_together(tasks, cfg, s["teacher_epochs"], lr=s["teacher_lr"],
+                                                 seeds=[seeds[i] for i in todo])
+    for i, task, model in zip(todo, tasks, models):
+        out = _teacher_record(model, task, s, secs / len(todo))
+        out.update(group_seconds=secs, seeds_together=len(todo))
+        cache.put("teacher", cache.key(parts[i], CODE), out, parts[i])
 
 
 def teacher_model(t: dict) -> encoder.TinyEncoder:
     m = encoder.TinyEncoder(encoder.EncoderConfig(**t["cfg"]))
     m.load_state_dict(t["state"])
     return m.eval()
+
+
+def _converted_student(t: dict, attention: str, activation: str, per_head: bool):
+    """(teacher model, student converted from it with the teacher's f(n) constants)."""
+    tm = teacher_model(t)
+    base = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}.get(attention)
+    const = None if base is None else (t["const_per_head"] if per_head else t["const"])[base]
+    return tm, tm.converted(attention, activation, const)
 
 
 def student(name: str, s: dict, seed: int, attention: str, activation: str, per_head: bool = False) -> dict:
@@ -69,27 +130,51 @@ def student(name: str, s: dict, seed: int, attention: str, activation: str, per_
 
     def make():
         task = load_task(name, s, seed)
-        tm = teacher_model(t)
-        base = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}.get(attention)
-        const = None if base is None else (t["const_per_head"] if per_head else t["const"])[base]
-        st = tm.converted(attention, activation, const)
+        tm, st = _converted_student(t, attention, activation, per_head)
         before = train.metric(st, task.dev)
         r = train.distill(tm, st, task, s["epochs1"], s["epochs2"], lr1=s["lr1"], lr2=s["lr2"], seed=seed)
         return {"before": before, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
 
-    parts = {"task": name, "settings": s, "seed": seed, "attention": attention, "activation": activation,
-             "per_head": per_head}
+    parts = _student_parts(name, s, seed, attention, activation, per_head)
     return RunCache("mpc_attention").get_or_make("student", parts, make, code=CODE)[0]
+
+
+def students_together(name: str, s: dict, seeds: list[int], attention: str, activation: str,
+                      per_head: bool = False) -> None:
+    """Distil the students of ``seeds`` that the cache lacks as one vectorised model (each from its
+    own seed's cached teacher) and store each under ``student(...)``'s key."""
+    torch.set_num_threads(1)
+    cache = RunCache("mpc_attention")
+    parts = [_student_parts(name, s, sd, attention, activation, per_head) for sd in seeds]
+    todo = _missing(cache, "student", parts)
+    if len(todo) < 2:
+        for i in todo:
+            student(name, s, seeds[i], attention, activation, per_head)
+        return
+    tasks = [load_task(name, s, seeds[i]) for i in todo]
+    pairs = [_converted_student(teacher(name, s, seeds[i]), attention, activation, per_head) for i in todo]
+    before = [train.metric(st, task.dev) for (_, st), task in zip(pairs, tasks)]
+    rs = train.distill_together([tm for tm, _ in pairs], [st for _, st in pairs], tasks, s["epochs1"], s["epochs2"],
+                                lr1=s["lr1"], lr2=s["lr2"], seeds=[seeds[i] for i in todo])
+    for i, (_, st), b, r in zip(todo, pairs, before, rs):
+        out = {"before": b, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
+        cache.put("student", cache.key(parts[i], CODE), out, parts[i])
 
 
 def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, progress=None) -> dict:
     """{task: {"teachers": [teacher per seed], "students": {"att+act": [student per seed]}}}.
 
     Teachers first (every student distils from its seed's teacher), then the students, each phase
-    on every core; the results are then read back from the cache in order."""
-    workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
-    workers.in_parallel([partial(student, t, s, sd, a, f, per_head) for t in tasks for a, f in combos for sd in seeds],
-                        progress=progress)
+    on every core (with ``TOGETHER``, one call per group trains its missing seeds together); the
+    results are then read back from the cache in order."""
+    if TOGETHER:
+        workers.in_parallel([partial(teachers_together, t, s, list(seeds)) for t in tasks], progress=progress)
+        workers.in_parallel([partial(students_together, t, s, list(seeds), a, f, per_head)
+                             for t in tasks for a, f in combos], progress=progress)
+    else:
+        workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
+        workers.in_parallel([partial(student, t, s, sd, a, f, per_head)
+                             for t in tasks for a, f in combos for sd in seeds], progress=progress)
     return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
                 "students": {f"{a}+{f}": [student(t, s, sd, a, f, per_head) for sd in seeds] for a, f in combos}}
             for t in tasks}
