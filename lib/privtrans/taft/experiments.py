@@ -5,6 +5,12 @@ the frozen features of each cut. Fine-tuning runs (``fit_run``) and shard sets (
 cached by everything that determines them (the backbone's settings, the task and its sizes, the
 method's settings, the seed, the source of the code that makes them), so the composition and the
 forgetting notebooks train the shard models once.
+
+The seeds of one (task, spec) that are not cached yet are trained together as one vectorised model
+(``Bench.fit_runs_together``, ``finetune.fit_together``; equal to the runs apart to float tolerance,
+about 1.5 times faster than the seeds one after another at the ci sizes, where a TAFT-1 step is
+mostly matrix products: ``benchmarks/seeds_together_taft.py``), each stored under the key ``fit_run``
+would use, so a later single run is a cache hit.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from .finetune import FitSpec
 from .pretrain import PretrainSpec, get_backbone
 
 CODE = [finetune, peft, tangent, vit_module, losses, data, compose]
+# a fine-tuning run's key: its result may come from the seeds trained together (fit_runs_together)
+FIT_CODE = CODE + ["privtrans.shared.seeds_together"]
 
 
 def set_threads(n: int = 1) -> None:
@@ -72,6 +80,15 @@ class Bench:
     def cut(self, spec: FitSpec) -> int:
         return len(self.vit.blocks) - spec.tuned
 
+    def fit_parts(self, name: str, spec: FitSpec, seed: int, split: str) -> dict:
+        """The cache key's parts of one fine-tuning run (``fit_run`` and ``fit_runs_together`` alike)."""
+        return {**self.key_parts(name), "spec": spec.as_dict(), "seed": seed, "split": split}
+
+    @staticmethod
+    def _fit_record(model, r: finetune.FitResult, xt, yt, n_train: int) -> dict:
+        return {"accuracy": finetune.accuracy(model, xt, yt), "seconds": r.seconds, "final_loss": r.final_loss,
+                "delta_norm": r.delta_norm, "n_train": n_train}
+
     def fit_run(self, name: str, spec: FitSpec, seed: int, split: str = "test") -> dict:
         """One fine-tuning run: accuracy, wall time, final loss, ‖Δw‖ (cached)."""
         def make():
@@ -79,12 +96,32 @@ class Bench:
             classes = self.task(name).classes
             m = finetune.make_model(self.vit, spec, classes, init_seed=seed)
             r = finetune.fit(m, x, y, spec, seed, classes=classes)
-            return {"accuracy": finetune.accuracy(m, xt, yt), "seconds": r.seconds, "final_loss": r.final_loss,
-                    "delta_norm": r.delta_norm, "n_train": len(y)}
+            return self._fit_record(m, r, xt, yt, len(y))
 
-        out, _ = self.cache.get_or_make("fit", {**self.key_parts(name), "spec": spec.as_dict(), "seed": seed,
-                                                "split": split}, make, code=CODE)
+        out, _ = self.cache.get_or_make("fit", self.fit_parts(name, spec, seed, split), make, code=FIT_CODE)
         return out
+
+    def missing_seeds(self, name: str, spec: FitSpec, seeds: list[int], split: str = "test") -> list[int]:
+        """The seeds (in order, once each) whose ``fit_run`` is not in the cache yet."""
+        return [s for s in dict.fromkeys(seeds)
+                if self.cache.get("fit", self.cache.key(self.fit_parts(name, spec, s, split), FIT_CODE)) is None]
+
+    def fit_runs_together(self, name: str, spec: FitSpec, seeds: list[int], split: str = "test") -> list[dict]:
+        """``[fit_run(name, spec, s, split) for s in seeds]``, the missing seeds trained together
+        (``finetune.fit_together``: one vectorised model, equal to the runs apart to float tolerance)
+        and each stored under ``fit_run``'s own key. A result's ``seconds`` is then its share of the
+        together wall time (that time / the seeds trained together)."""
+        todo = self.missing_seeds(name, spec, seeds, split)
+        if len(todo) > 1:
+            x, y, xt, yt = self.split(name, self.cut(spec), split)
+            classes = self.task(name).classes
+            models = [finetune.make_model(self.vit, spec, classes, init_seed=s) for s in todo]
+            results = finetune.fit_together(models, x, y, spec, todo, classes=classes)
+            for s, m, r in zip(todo, models, results):
+                parts = self.fit_parts(name, spec, s, split)
+                self.cache.put("fit", self.cache.key(parts, FIT_CODE), self._fit_record(m, r, xt, yt, len(y)), parts)
+                self.cache.misses += 1
+        return [self.fit_run(name, spec, s, split) for s in seeds]
 
     def shards(self, name: str, spec: FitSpec, n_shards: int, seed: int) -> compose.ShardSet:
         """The shard models of one method on one task (cached; shared by notebooks 03 and 04)."""
@@ -114,10 +151,25 @@ class Bench:
 def fit_runs(bench, jobs: list[tuple], progress=None) -> list[dict]:
     """``bench.fit_run(task, spec, seed, split)`` for every job, computed on every core
     (``privtrans.book.workers``) and returned in order from the cache. ``bench``: a Bench or a
-    CNNBench (``prepare`` and ``fit_run``)."""
+    CNNBench (``prepare`` and ``fit_run``). On a Bench the missing seeds of each (task, spec, split)
+    are trained together (``Bench.fit_runs_together``), one call per such group on the workers; a
+    CNNBench (no ``fit_runs_together``) trains one run per job."""
     for t, spec, _, _ in jobs:
         bench.prepare(t, spec)
-    workers.in_parallel([partial(bench.fit_run, *job) for job in jobs], progress=progress)
+    if hasattr(bench, "fit_runs_together"):
+        groups: dict[tuple, list[int]] = {}
+        for t, spec, seed, split in jobs:
+            groups.setdefault((t, spec, split), []).append(seed)
+        calls = []
+        for (t, spec, split), group_seeds in groups.items():
+            todo = bench.missing_seeds(t, spec, group_seeds, split)
+            if todo:
+                calls.append(partial(bench.fit_runs_together, t, spec, todo, split))
+        if any(len(c.args[2]) > 1 for c in calls):
+            import privtrans.shared.seeds_together  # noqa: F401  (once here, not in every forked worker: opacus)
+        workers.in_parallel(calls, progress=progress)
+    else:
+        workers.in_parallel([partial(bench.fit_run, *job) for job in jobs], progress=progress)
     return [bench.fit_run(*job) for job in jobs]
 
 
