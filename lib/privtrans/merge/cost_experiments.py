@@ -188,6 +188,54 @@ def network_speedups(shape, variants: list, bandwidth: float = LAN["bandwidth"],
     return {v: t["crypten"] / t[v] for v in variants}
 
 
+def network_group_times(shape, variants: list, bandwidth: float = LAN["bandwidth"],
+                        rtt: float = LAN["rtt"]) -> dict:
+    """{variant: {group: modelled communication seconds}} at ``shape`` (closed-form bytes and rounds
+    of each operation group on the stated link): the analogue of Table 1's communication-time
+    column, per group (Embed, Linear, Softmax, Norm, Act, Gen, Other, Total)."""
+    out = {}
+    for v in variants:
+        c = cost_model.generation_cost(shape, v)
+        out[v] = {g: float(modelled_time(x["bytes"], x["rounds"], bandwidth, rtt)) for g, x in c.items()}
+    return out
+
+
+#: one encoder pass of BERT-base (Figure 1(a, b)): V = 30522, d = 768, 12 layers, 128 tokens
+BERT_BASE = dict(vocab=30522, d=768, layers=12, heads=12, d_ff=3072, length=128)
+#: the groups of one encoder pass (a prefix pass without the LM head, sampling and reveal)
+ENCODER_GROUPS = ("Embed", "Linear", "Softmax", "Norm", "Act")
+
+
+def encoder_network_speedups(variants: list, vocab: int, d: int, layers: int, heads: int, d_ff: int,
+                             length: int, bandwidth: float = LAN["bandwidth"], rtt: float = LAN["rtt"]) -> dict:
+    """{variant: CrypTen's modelled communication time / the variant's} for ONE bidirectional
+    encoder pass over ``length`` tokens (no generation): the closed form's prefix pass (``prefix =
+    length``, one step), without the LM head, argmax and reveal that follow it. A public attention
+    mask is local in 2PC, so the causal prefix pass costs what a bidirectional pass does."""
+    shape = cost_model.Shape(vocab=vocab, d=d, layers=layers, heads=heads, d_ff=d_ff, prefix=length, n_new=1)
+    t = {}
+    for v in ["crypten", *variants]:
+        c = cost_model.generation_cost(shape, v)
+        t[v] = sum(modelled_time(c[g]["bytes"], c[g]["rounds"], bandwidth, rtt) for g in ENCODER_GROUPS)
+    return {v: t["crypten"] / t[v] for v in variants}
+
+
+def size_sweep_network(layers: list, variants: list, d: int = 768, vocab: int = 50257, total: int = 128) -> pd.DataFrame:
+    """Figure 4 (lower row): GPT-2 width (d = 768, V = 50257) at depth ``layers``, generating to
+    length ``total``; per depth the parameters (M), each variant's modelled speed-up over CrypTen
+    (closed-form bytes and rounds on the LAN) and its closed-form GiB per party."""
+    rows = []
+    for L in layers:
+        shape = cost_model.Shape(vocab=vocab, d=d, layers=L, heads=12, d_ff=4 * d, prefix=4, n_new=total - 4)
+        sp = network_speedups(shape, [v for v in variants if v != "crypten"])
+        row = {"layers": L, "params (M)": shape.params / 1e6}
+        for v in variants:
+            row[f"{v} speed-up"] = 1.0 if v == "crypten" else sp[v]
+            row[f"{v} GiB"] = cost_model.generation_cost(shape, v)["Total"]["bytes"] / cost_model.GIB
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def closed_form_totals(shape, variants: list) -> dict:
     """{variant: closed-form total bytes per party} at ``shape``."""
     return {v: cost_model.generation_cost(shape, v)["Total"]["bytes"] for v in variants}

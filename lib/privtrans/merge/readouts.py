@@ -22,6 +22,9 @@ from . import quality_experiments as Q
 
 BASE = "crypten"
 BASELINES = ("mpcformer_sf2relu", "mpcformer_sf2quad", "thex")  # softmax/activation substitutes only
+#: the existing methods of Figure 4 (lower row): vanilla CrypTen and the softmax/activation substitutes
+EXISTING = (BASE, *BASELINES)
+MPCFORMER = ("mpcformer_sf2relu", "mpcformer_sf2quad")
 ER_VARIANTS = ("only_er", "merge")
 MM_VARIANTS = ("only_mm", "merge")
 #: the variants whose comparisons the Tables 1-2 claims make
@@ -96,14 +99,30 @@ def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
     )
 
 
+def fig1a_speedups(encoder: dict, generation: dict) -> dict:
+    """Figure 1(a) from ``cost_experiments.encoder_network_speedups`` (one BERT-base encoder pass)
+    and ``network_speedups`` (GPT-2 generation): each variant's modelled speed-up over CrypTen on
+    both, and MPCformer's (both softmax substitutes) smallest on the encoder, largest on generation."""
+    _need(encoder, MPCFORMER, "encoder-pass speed-ups")
+    _need(generation, MPCFORMER, "generation speed-ups")
+    return dict(
+        encoder_speedups={v: float(x) for v, x in encoder.items()},
+        generation_speedups={v: float(x) for v, x in generation.items()},
+        mpcformer_min_speedup_encoder=min(float(encoder[v]) for v in MPCFORMER),
+        mpcformer_max_speedup_generation=max(float(generation[v]) for v in MPCFORMER),
+    )
+
+
 def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: int,
                   closed_form: dict, closed_form_encdec: dict,
                   gpt2_vs_paper: pd.DataFrame, t5_vs_paper: pd.DataFrame,
-                  network_gpt2: dict, network_t5: dict) -> dict:
+                  network_gpt2: dict, network_t5: dict, group_times_gpt2: dict, group_times_t5: dict) -> dict:
     """Tables 1-2 from ``cost_experiments.run_jobs`` (rows of both architectures, column ``arch``),
     the closed-form totals at the measured shapes ({variant: bytes}), the closed form beside the
-    paper at GPT-2 and T5 (``closed_form_vs_paper``), and the modelled network speed-ups at those two
-    shapes (``network_speedups``), on which Table 1's time claims are judged."""
+    paper at GPT-2 and T5 (``closed_form_vs_paper``), the modelled network speed-ups at those two
+    shapes (``network_speedups``), on which Table 1's time claims are judged, and the modelled
+    communication time per operation group at both shapes (``network_group_times``), the analogue of
+    Table 1's communication-time column."""
     _need(network_gpt2, TABLES12_VARIANTS, "network speed-ups at GPT-2")
     _need(network_t5, TABLES12_VARIANTS, "network speed-ups at T5")
     _need(variants, TABLES12_VARIANTS, "Tables 1-2 variants")
@@ -134,7 +153,27 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
     # Table 2's "98% and 25% on embedding table query and linear operation" at the paper's GPT-2 shape
     out["embed_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Embed")
     out["linear_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Linear")
+    out.update(_group_time_rows({"gpt2": group_times_gpt2, "t5": group_times_t5}))
     return out
+
+
+def _group_time_rows(times: dict) -> dict:
+    """Table 1 per operation group, from {shape: {variant: {group: modelled communication seconds}}}:
+    only-ER's cut of CrypTen's Embed time (the text's 59x / 98.3 %), and ER+MM's Embed factor and
+    Linear cut (the communication-time column), per shape."""
+    for shape, t in times.items():
+        _need(t, [BASE, "only_er", "merge"], f"communication time per group at {shape}")
+        for v in (BASE, "only_er", "merge"):
+            _need(t[v], ["Embed", "Linear", "Softmax"], f"communication time of {v} at {shape}")
+    g = times["gpt2"]
+    return dict(
+        comm_time_by_group={s: {v: {k: float(t[v][k]) for k in ("Embed", "Linear", "Softmax")}
+                                for v in (BASE, "only_er", "merge")} for s, t in times.items()},
+        embed_time_speedup_only_er_gpt2=ratio(g[BASE]["Embed"], g["only_er"]["Embed"]),
+        embed_time_cut_only_er_gpt2=_cut(g["only_er"]["Embed"], g[BASE]["Embed"]),
+        merge_embed_comm_factor={s: ratio(t[BASE]["Embed"], t["merge"]["Embed"]) for s, t in times.items()},
+        merge_linear_comm_cut={s: _cut(t["merge"]["Linear"], t[BASE]["Linear"]) for s, t in times.items()},
+    )
 
 
 def _closed_form_cut(side: pd.DataFrame, group: str) -> float | None:
@@ -170,10 +209,12 @@ def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
 
 
 def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_length: pd.DataFrame,
-                 saved: pd.DataFrame, network_by_length: dict) -> dict:
+                 saved: pd.DataFrame, network_by_length: dict, thex_by_length: dict,
+                 size_sweep: pd.DataFrame) -> dict:
     """Figure 4 from the sweep runs (``run_jobs`` rows with ``sweep`` = "length" | "layers"), the
-    closed-form length table (``closed_form_length_table``), ``bytes_saved_at_length`` and ER+MM's
-    modelled network speed-up at GPT-2 per total length ({length: speed-up}, ``network_speedups``)."""
+    closed-form length table (``closed_form_length_table``), ``bytes_saved_at_length``, ER+MM's and
+    THE-X's modelled network speed-ups over CrypTen at GPT-2 per total length ({length: speed-up},
+    ``network_speedups``), and the lower row's size sweep (``size_sweep_network``)."""
     if len(network_by_length) < 2:
         raise MissingResult(f"Figure 4 needs network speed-ups at two lengths or more, got {sorted(network_by_length)}")
     lengths = sorted(network_by_length)
@@ -213,6 +254,34 @@ def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_l
         network_speedup_growth_128_512=ratio(network_by_length.get(512), network_by_length.get(128)),
         len64_saved_with_argmax=float(by_count[C.WITH_ARGMAX]),
         len64_saved_without_argmax=float(by_count[C.WITHOUT_ARGMAX]),
+        # the text's 11.8x over THE-X at length 512: ER+MM's time over THE-X's; None if not modelled
+        network_merge_over_thex_by_length={str(n): ratio(network_by_length[n], thex_by_length.get(n))
+                                           for n in lengths},
+        network_merge_over_thex_512=ratio(network_by_length.get(512), thex_by_length.get(512)),
+        **_size_rows(size_sweep),
+    )
+
+
+def _size_rows(sweep: pd.DataFrame) -> dict:
+    """Figure 4's lower row from ``size_sweep_network``: per size, ER+MM's speed-up over the fastest
+    existing method (CrypTen, MPCformer, THE-X), its smallest over the sizes, its growth from the
+    smallest to the largest size, and whether ER+MM's byte gap to every existing method grows with size."""
+    cols = [f"{v} speed-up" for v in (*EXISTING, "merge")] + [f"{v} GiB" for v in (*EXISTING, "merge")]
+    _need(sweep.columns, cols, "Figure 4 size sweep")
+    if len(sweep) < 2:
+        raise MissingResult(f"Figure 4's size sweep needs two sizes or more, got {len(sweep)}")
+    s = sweep.sort_values("params (M)")
+    over = [ratio(m, max(r[f"{v} speed-up"] for v in EXISTING))
+            for m, (_, r) in zip(s["merge speed-up"], s.iterrows())]
+    gaps = {v: (s[f"{v} GiB"] - s["merge GiB"]).tolist() for v in EXISTING}
+    return dict(
+        size_params_m=[round(float(p), 1) for p in s["params (M)"]],
+        size_merge_over_existing=dict(zip((f"{p:.0f}M" for p in s["params (M)"]), over)),
+        size_min_merge_over_existing=strict(min, over),
+        size_speedup_growth=ratio(over[-1], over[0]),
+        size_bytes_gap_gib={f"{p:.0f}M": {v: float(gaps[v][i]) for v in EXISTING}
+                            for i, p in enumerate(s["params (M)"])},
+        size_bytes_gap_grows=all(all(b > a for a, b in zip(g, g[1:])) for g in gaps.values()),
     )
 
 
@@ -238,6 +307,8 @@ def fig6_retraining(runs: dict, teacher, task: str) -> dict:
 TEACHER, ER_NO_TRAIN, SF2RELU, MERGE = "GPT (teacher)", "+ER (no train)", "+MPCformer (sf2relu)", "+MERGE (ours)"
 ONLY_ER, ONLY_MM = "+MERGE only ER", "+MERGE only MM"
 OOT_CANDIDATES = ("+MPCformer (sf2quad)", "+THE-X")
+#: Table 3's n-gram columns (the paper's NIST, ROUGE-L and METEOR; ours without WordNet synonyms)
+NGRAM = ("NIST", "ROUGE-L", "METEOR (no synonyms)")
 
 
 def _table3_value(table: pd.DataFrame, task: str, model: str, metric: str) -> float | None:
@@ -254,6 +325,11 @@ def _closer(table, task, a, b, metric="chrF++") -> bool | None:
     return None if None in (t, va, vb) else abs(va - t) < abs(vb - t)
 
 
+def _below(a, b) -> bool | None:
+    """a < b; None when either is missing."""
+    return None if a is None or b is None else a < b
+
+
 def _table3_task(table: pd.DataFrame, task: str) -> dict:
     val = lambda model, metric: _table3_value(table, task, model, metric)  # noqa: E731
     rows = table[table.task == task]
@@ -264,6 +340,11 @@ def _table3_task(table: pd.DataFrame, task: str) -> dict:
         "status": dict(zip(rows.model, rows.status)),
         # a teacher at chrF++ 0 leaves nothing to collapse: the ratio is undefined, not 0
         "er_no_train_chrf_ratio": ratio(er_chrf, val(TEACHER, "chrF++")),
+        # the other columns: the same share of the teacher's for the n-gram metrics; for the
+        # (log-likelihood) BARTScore-proxy, whose scale is not the paper's, only lower or not
+        "er_no_train_ngram_ratio": {m: ratio(val(ER_NO_TRAIN, m), val(TEACHER, m)) for m in NGRAM},
+        "er_no_train_below_teacher_bartproxy": _below(val(ER_NO_TRAIN, "BARTScore-proxy"),
+                                                      val(TEACHER, "BARTScore-proxy")),
         "merge_minus_sf2relu_bertproxy": None if None in (merge_bert, sf2relu_bert) else merge_bert - sf2relu_bert,
         "merge_over_sf2relu_chrf": ratio(merge_chrf, val(SF2RELU, "chrF++")),
         # a diverged MERGE did not recover (False); a missing ER-without-training row leaves it open (None)
@@ -290,6 +371,13 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
                                       "ER (no train)": r["metrics"]["chrF++"][ER_NO_TRAIN]} for t, r in rec.items()},
         merge_gap_bertproxy_by_task=dict(zip(rec, gaps)),
         max_er_no_train_chrf_ratio=strict(max, [r["er_no_train_chrf_ratio"] for r in rec.values()]),
+        er_no_train_ngram_ratio_by_task={t: r["er_no_train_ngram_ratio"] for t, r in rec.items()},
+        max_er_no_train_ngram_ratio=strict(max, [x for r in rec.values() for x in r["er_no_train_ngram_ratio"].values()]),
+        bartproxy_teacher_er_no_train={t: {"teacher": r["metrics"]["BARTScore-proxy"][TEACHER],
+                                           "ER (no train)": r["metrics"]["BARTScore-proxy"][ER_NO_TRAIN]}
+                                       for t, r in rec.items()},
+        er_no_train_bartproxy_below_teacher_all=strict(all, [r["er_no_train_below_teacher_bartproxy"]
+                                                             for r in rec.values()]),
         max_merge_gap_bertproxy=strict(max, gaps),
         min_merge_over_sf2relu_chrf=strict(min, [r["merge_over_sf2relu_chrf"] for r in rec.values()]),
         merge_beats_er_no_train_all=strict(all, [r["merge_beats_er_no_train"] for r in rec.values()]),
