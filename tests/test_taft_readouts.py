@@ -19,7 +19,7 @@ NOISE = [0.004, -0.003, 0.001]
 # the null tests at the end of this file; tests/test_claims.py requires the list to be complete
 NULL_TESTED = {
     "table1_taft_further_behind_far", "table1_taft_beats_fc", "table1_taft_k_beats_fc",
-    "table3_dp_tangent_beats_nonlinear",
+    "table3_dp_tangent_beats_nonlinear", "table3_dp_full_nlft_below_fc",
     "table2_taft_beats_soup", "table2_gap_grows_with_n", "fig1_taft_beats_sisa",
     "table7_taft_beats_linearised_cnn", "table7_taft_beats_linearised_cnn_composed",
     "table10_taft_beats_soup_textures", "table10_gap_grows_with_n",
@@ -62,6 +62,19 @@ def test_table1_claims_follow_the_paired_intervals():
     assert r["reading_value"]["mean"] == pytest.approx(0.06)  # the tuned setting's advantage, shown beside
     bad = R.table1_finetuning(table1_runs(taft_near=0.90), margin=0.02)
     assert verdict("table1_taft_near_within_few_points", bad) == "contradicted"  # 7 points below on every seed
+
+
+def test_table1_taft_k_is_judged_against_nlft_k_on_the_average():
+    """TAFT-2 − NLFT-2 on each seed's mean over the tasks, against the paper's 1.0 plus one point."""
+    rec = R.table1_finetuning(table1_runs(), margin=0.02)  # digits −0.00, letters −0.08: mean −0.04
+    assert rec["taft_k_within"]["mean"] == pytest.approx(-0.04)
+    assert verdict("table1_taft_k_within_nlft_k", rec) == "contradicted"
+    close = table1_runs()
+    close.loc[(close.task == "letters") & (close.method == "TAFT-2"), "accuracy"] += 0.075  # 0.5 points below
+    r = row("table1_taft_k_within_nlft_k", R.table1_finetuning(close, margin=0.02))
+    assert r["verdict"] == "held" and r["value"]["mean"] == pytest.approx(-0.0025)
+    one_seed = R.table1_finetuning(table1_runs().query("seed == 0"), margin=0.02)
+    assert verdict("table1_taft_k_within_nlft_k", one_seed) == "not judged"
 
 
 # ------------------------------------------------------------------------------------ Table 2 / 10
@@ -162,6 +175,25 @@ def test_forgetting_claims_use_intervals_within_the_margin():
     assert verdict("fig3_retraining_near_paragon", big) == "contradicted"
 
 
+def test_fig1c_retraining_drop_and_speedup():
+    """Figure 1(c): the drop after forgetting half the data with the hit shards retrained (within the
+    paper's 6.2 plus one point) and the paragon's time over one shard's (at least half the paper's 50×)."""
+    curves, retrain = forgetting_frames(paragon_gap=0.02)  # 2 points below before-forgetting at fraction 0.5
+    rec = R.forgetting(curves, retrain, n_shards=50, subtraction_error=1e-7)
+    assert rec["retrained_minus_full_mean"]["mean"] == pytest.approx(-0.02)
+    assert verdict("fig1c_retraining_drop_small", rec) == "held"
+    assert verdict("fig1c_retraining_speedup", rec) == "held"  # 10 s / 0.1 s = 100×
+    curves, retrain = forgetting_frames(paragon_gap=0.12)
+    retrain["shard_seconds"] = retrain.shard_seconds.map(lambda v: None if v is None else 1.0)  # 10×
+    rec = R.forgetting(curves, retrain, n_shards=50, subtraction_error=1e-7)
+    assert verdict("fig1c_retraining_drop_small", rec) == "contradicted"  # 12 points, on every seed
+    assert verdict("fig1c_retraining_speedup", rec) == "contradicted"
+    assert rec["speedup_mean"] == pytest.approx(10.0)
+    smaller = retrain[retrain.fraction < 0.5]  # the largest fraction forgotten is not the paper's 50 %
+    r = row("fig1c_retraining_drop_small", R.forgetting(curves, smaller, n_shards=50, subtraction_error=1e-7))
+    assert r["verdict"] == "not judged" and "50 %" in r["reason"]
+
+
 def test_taft_beats_sisa_is_judged_at_every_removal_count():
     """Ahead on the mean over the counts but behind at one count: the paper's 'at every count' fails."""
     curves, retrain = forgetting_frames(sisa_gap={0: 0.10, 25: 0.10, 45: -0.03})
@@ -192,6 +224,24 @@ def test_dp_claims_allow_one_cell_to_miss():
     assert verdict("table3_dp_tangent_beats_nonlinear", grid, profile="paper") == "held"  # 17 of 18, as the paper
     behind = R.dp_finetuning(dp_runs(lambda t, e, r: -0.05))
     assert verdict("table3_dp_tangent_beats_nonlinear", behind, profile="ci") == "contradicted"
+
+
+def test_dp_full_nlft_below_fc_in_every_cell():
+    """FC − Full NLFT per (task, ε): held only when the head alone beats the whole block's NLFT at every ε."""
+    def runs(fc_minus_full):
+        d = dp_runs(lambda t, e, r: 0.0, seeds=SEEDS, noise=[0.0, 0.0, 0.0])
+        fc = d.method == "FC"
+        d.loc[fc, "accuracy"] += d[fc].epsilon.map(fc_minus_full) + d[fc].seed.map(dict(zip(SEEDS, NOISE)))
+        return d
+    rec = R.dp_finetuning(runs(lambda e: 0.10 / e))
+    assert set(rec["fc_minus_full_nlft"]) == {"digits eps=1", "digits eps=3", "digits eps=8"}
+    assert rec["fc_minus_full_nlft"]["digits eps=1"]["mean"] == pytest.approx(0.10 + sum(NOISE) / 3)
+    assert verdict("table3_dp_full_nlft_below_fc", rec) == "held" and rec["fc_beats_full_nlft_cells"] == 3
+    one_cell = R.dp_finetuning(runs(lambda e: 0.10 if e == 1 else -0.05))
+    assert verdict("table3_dp_full_nlft_below_fc", one_cell) == "contradicted"  # behind at ε = 3 and 8
+    no_fc = R.dp_finetuning(runs(lambda e: 0.1).query("method != 'FC'"))
+    assert no_fc["fc_minus_full_nlft"] == {}
+    assert verdict("table3_dp_full_nlft_below_fc", no_fc) == "not judged"
 
 
 # ------------------------------------------------------------------------------------ Table 7, Figure 4, Table 8
@@ -266,8 +316,9 @@ def test_null_dp():
                               "accuracy": 0.3 + 0.02 * e + _noise(rng)}
                              for t in tasks for e in (1, 3, 8) for r in regimes for m in ("Ours", "NLFT", "FC")
                              for s in NULL_SEEDS])
-    _not_held(["table3_dp_tangent_beats_nonlinear"], R.dp_finetuning(runs(("digits",), ("full", "ln"))))
-    _not_held(["table3_dp_tangent_beats_nonlinear"],
+    _not_held(["table3_dp_tangent_beats_nonlinear", "table3_dp_full_nlft_below_fc"],
+              R.dp_finetuning(runs(("digits",), ("full", "ln"))))
+    _not_held(["table3_dp_tangent_beats_nonlinear", "table3_dp_full_nlft_below_fc"],
               R.dp_finetuning(runs(("digits", "letters"), ("full", "bitfit", "ln"))), profile="paper")
 
 

@@ -7,6 +7,10 @@ learning rate or the accountant; ours (stated on the chapter page): δ = 1e-5, A
 C = 1, σ from opacus's RDP accountant for q = 1 and T steps (``privtrans.shared.dp.accounting``),
 Adam on the noised mean gradient (post-processing, no privacy cost).
 
+Nothing computed from the private data outside the noised gradient is returned: a statistic such as
+the fraction of per-sample gradients that were clipped would be a release that the ε accounting does
+not cover, so it is not computed (the chapter page says so).
+
 Per-sample gradients come from opacus's own hooks (``GradSampleModule``): every trainable tensor
 of the tangent model lives in a plain ``nn.Linear`` / ``nn.LayerNorm`` leaf, so opacus's stock
 grad samplers apply unchanged (tests/test_taft_tangent.py checks them against a per-sample loop).
@@ -49,13 +53,13 @@ class DPResult:
     accuracy: float
     sigma: float
     seconds: float
-    clipped_frac: float
     spec: dict
 
 
-def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> tuple[float, float]:
+def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> float:
     """Full-batch DP-GD with Adam: each step clips every per-sample gradient to ``spec.clip``, sums,
-    adds N(0, σ²C²) and divides by n. Returns (σ, fraction of per-sample gradients clipped)."""
+    adds N(0, σ²C²) and divides by n. Returns σ (a function of ε, δ and the steps only); the only
+    thing of the private data it releases is the trained model."""
     from opacus import GradSampleModule
 
     sigma = spec.noise_multiplier() if sigma is None else sigma
@@ -64,7 +68,7 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> 
     model.train()  # opacus records activations in training mode only
     gsm = GradSampleModule(model, loss_reduction="sum")
     gen = torch.Generator().manual_seed(seed)
-    n, clipped = len(y), 0.0
+    n = len(y)
     for _ in range(spec.steps):
         total = [torch.zeros_like(p) for p in params]
         for i in range(0, n, spec.chunk):
@@ -75,7 +79,6 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> 
                 F.cross_entropy(gsm(x[i:i + spec.chunk]), y[i:i + spec.chunk], reduction="sum").backward()
             norms = torch.stack([p.grad_sample.flatten(1).pow(2).sum(1) for p in params]).sum(0).sqrt()
             coef = clip_factors(norms, spec.clip, "abadi")
-            clipped += float((norms > spec.clip).sum())
             for t, p in zip(total, params):
                 t += torch.einsum("b,b...->...", coef, p.grad_sample)
         for t, p in zip(total, params):
@@ -85,7 +88,7 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> 
         opt.step()
     gsm.remove_hooks()
     model.eval()
-    return sigma, clipped / (n * spec.steps)
+    return sigma
 
 
 def run(vit, x, y, xt, yt, classes: int, method: str, regime: str, spec: DPSpec, seed: int,
@@ -97,6 +100,6 @@ def run(vit, x, y, xt, yt, classes: int, method: str, regime: str, spec: DPSpec,
     torch.manual_seed(seed)
     model = make_model(vit, fit_spec, classes, init_seed=seed, output="jvp")
     t0 = time.perf_counter()
-    sigma, clipped = dp_fit(model, x, y, spec, seed)
-    return DPResult(accuracy(model, xt, yt), sigma, time.perf_counter() - t0, clipped,
+    sigma = dp_fit(model, x, y, spec, seed)
+    return DPResult(accuracy(model, xt, yt), sigma, time.perf_counter() - t0,
                     dict(asdict(spec), method=method, regime=regime, pt=pt, seed=seed))

@@ -141,7 +141,7 @@ class Bench:
         def make():
             x, y, xt, yt = self.split(name, len(self.vit.blocks) - 1, "test")
             r = dp.run(self.vit, x, y, xt, yt, self.task(name).classes, method, regime, spec, seed)
-            return {"accuracy": r.accuracy, "sigma": r.sigma, "seconds": r.seconds, "clipped_frac": r.clipped_frac}
+            return {"accuracy": r.accuracy, "sigma": r.sigma, "seconds": r.seconds}
 
         out, _ = self.cache.get_or_make("dp", {**self.key_parts(name), "method": method, "regime": regime,
                                                "dp": asdict(spec), "seed": seed}, make, code=CODE + ["privtrans.taft.dp"])
