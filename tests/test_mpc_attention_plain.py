@@ -141,6 +141,68 @@ def test_encoder_forward_matches_torch_layers():
     assert (out["logits"] - m.head(pooled)).abs().max() < 1e-4
 
 
+def test_scaling_attention_is_the_papers_eq_10():
+    """ScaleAttn(Q, K, V) = (1/n) QK^T V (eq. 10): no 1/sqrt(d), unlike every other normaliser;
+    the scores the encoder returns (what stage 1 distils) stay QK^T/sqrt(d) for every attention."""
+    torch.manual_seed(0)
+    cfg = E.EncoderConfig(vocab_size=30, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=12)
+    teacher = E.TinyEncoder(cfg)
+    for p in teacher.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    ids = torch.randint(0, 30, (2, 12))
+    mask = torch.ones(2, 12)
+    mask[1, 7:] = 0
+    n = mask.sum(-1)[:, None, None, None]
+    lay = teacher.layers[0]
+    h = teacher.ln0(teacher.embed(ids))
+    split = lambda t: t.view(2, 12, 2, 8).permute(0, 2, 1, 3)  # noqa: E731
+    qk = split(lay["q"](h)) @ split(lay["k"](h)).transpose(-1, -2)
+    keys = mask[:, None, None, :]
+    with torch.no_grad():
+        for att in A.ATTENTIONS:
+            m = teacher.converted(att, "gelu", A.PAPER_CONSTANTS.get(A.FREEDIV.get(att)))
+            out = m(ids, mask)
+            assert (out["scores"][0] - qk / 8 ** 0.5).abs().max() < 1e-5, att
+            if att == "scaling":
+                assert (out["probs"][0] - qk * keys / n).abs().max() < 1e-5
+    assert A.UNSCALED == ("scaling",)
+
+
+def test_relu_eps_change_against_the_exact_2relu():
+    """2ReLU's +RELU_EPS n on the row sum moves each weight by n eps / (sum relu + n eps), relative."""
+    x = torch.tensor([[[[1.0, 1.0, -1.0, 0.0], [-1.0, -2.0, -0.5, -3.0], [3.0, 1.0, 0.0, 0.0]]]])
+    mask = torch.tensor([[[[1.0, 1.0, 1.0, 0.0]]]])  # 3 keys
+    e = A.relu_eps_entries(x, mask)
+    eps3 = 3 * A.RELU_EPS
+    # row 0: exact (1/2, 1/2), row 1: no positive score, row 2: exact (3/4, 1/4)
+    torch.testing.assert_close(e["rel"], torch.tensor([eps3 / (2 + eps3)] * 2 + [eps3 / (4 + eps3)] * 2))
+    torch.testing.assert_close(e["abs"], torch.tensor([0.5 * eps3 / (2 + eps3)] * 2
+                                                      + [0.75 * eps3 / (4 + eps3), 0.25 * eps3 / (4 + eps3)]))
+    assert (e["rows"], e["rows_without_positive"]) == (3, 1) and set(e["n"].tolist()) == {3.0}
+    s = A.relu_eps_change([e, A.relu_eps_entries(x[..., :2], torch.ones(1, 1, 1, 2))])
+    assert s["max_rel"] == pytest.approx(eps3 / (2 + eps3), rel=1e-5) and s["n_max"] == 3
+    assert s["at_n_max"]["entries"] == 4 and s["rows"] == 6 and s["eps"] == A.RELU_EPS
+    assert s["at_n_max"]["median_rel"] == pytest.approx((eps3 / (2 + eps3) + eps3 / (4 + eps3)) / 2, rel=1e-5)
+    # the null input: without the stabiliser nothing would move; with it the change is never 0
+    assert s["max_abs"] > 0 and A.relu_eps_change([A.relu_eps_entries(-x.abs() - 1, mask)])["entries"] == 0
+
+
+def test_relu_eps_change_of_a_model_reads_its_unpadded_rows():
+    torch.manual_seed(0)
+    m = E.TinyEncoder(E.EncoderConfig(vocab_size=30, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=12))
+    for p in m.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    ids = torch.randint(0, 30, (2, 12))
+    mask = torch.ones(2, 12)
+    mask[1, 5:] = 0
+    got = F.relu_eps_change(m, [(ids, mask)])
+    assert got["rows"] == 2 * 2 * (12 + 5) and got["n_max"] == 12  # layers x heads x real query rows
+    with torch.no_grad():
+        want = A.relu_eps_change([A.relu_eps_entries(s, mask[:, None, None, :] * mask[:, None, :, None])
+                                  for s in m(ids, mask)["scores"]])
+    assert got == want and 0 < got["median_rel"] <= got["max_rel"] < 1
+
+
 def test_fit_recovers_a_power_law_and_untrained_model_constants():
     ns = np.arange(2, 60)
     assert np.allclose(F.power_law_fit(ns, 3.0 * ns**0.4), (3.0, 0.4))

@@ -165,7 +165,8 @@ def test_table5_equal_work_judges_nothing():
 # --- null tests: A = B plus noise (no effect) over 5 seeds must never be "held" ---------------------
 
 NULL_TESTED = {"t2_scaling_collapses", "t4_quad_near_chance_before", "t4_distillation_raises_mr2",
-               "t4_distillation_raises_mrreg", "t4_distillation_raises_pair"}
+               "t4_distillation_raises_mrreg", "t4_distillation_raises_pair", "t4_freediv_gelu_kept",
+               "t4_freediv_gelu_before"}
 SEEDS5 = [0, 1, 2, 3, 4]
 
 
@@ -192,6 +193,60 @@ def test_null_distillation_that_changes_nothing_is_not_held(task):
     s = {task: _table4({k: [(b, b + e) for b, e in zip((0.60, 0.62, 0.58, 0.61, 0.59), _noise(i))]
                         for i, k in enumerate(QUAD)})}
     assert verdict(f"t4_distillation_raises_{task}", readouts.table4_5_tasks(t, s, SEEDS5)) != "held"
+
+
+def _freediv_gelu_tasks(after_minus_teacher, before_minus_teacher, n=3, metrics=(0.70, 0.72, 0.71)):
+    """Three tasks whose Softmax-freeDiv + GeLU students sit at teacher + the given offsets (per seed)."""
+    tasks = ("mr2", "mrreg", "pair")
+    teachers = {k: [{"metric": m} for m in metrics[:n]] for k in tasks}
+    teachers["mrreg"] = [dict(t, cfg={"n_out": 1}) for t in teachers["mrreg"]]
+    students = {k: {"softmax_freediv+gelu": [dict(before=m + b, after_stage2=m + a, seconds=1, examples_x_epochs=1)
+                                             for m, a, b in zip(metrics[:n], after_minus_teacher, before_minus_teacher)]}
+                for k in tasks}
+    return teachers, students
+
+
+def test_table4_freediv_gelu_against_its_teacher():
+    t, s = _freediv_gelu_tasks((0.001, -0.003, 0.002), (-0.002, 0.001, -0.001))
+    r = readouts.table4_5_tasks(t, s, [0, 1, 2])
+    assert r["freediv_gelu_minus_teacher"]["mr2"]["mean"] == pytest.approx(0.0)
+    assert verdict("t4_freediv_gelu_kept", r) == "held" and verdict("t4_freediv_gelu_before", r) == "held"
+    # 3 points below the teacher on every seed after distillation, 2 points before it: contradicted
+    t, s = _freediv_gelu_tasks((-0.03, -0.031, -0.029), (-0.02, -0.021, -0.019))
+    r = readouts.table4_5_tasks(t, s, [0, 1, 2])
+    assert verdict("t4_freediv_gelu_kept", r) == "contradicted" and verdict("t4_freediv_gelu_before", r) == "contradicted"
+    # a task whose teacher has not learned it: not judged
+    t, s = _freediv_gelu_tasks((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), metrics=(0.51, 0.52, 0.50))
+    r = readouts.table4_5_tasks(t, s, [0, 1, 2])
+    assert verdict("t4_freediv_gelu_kept", r) == "not judged" and verdict("t4_freediv_gelu_before", r) == "not judged"
+
+
+def test_null_freediv_gelu_at_the_margin_is_not_held():
+    """Students at exactly the claim's margin below their teachers, plus noise, must not come out held."""
+    base = (0.70, 0.72, 0.71, 0.69, 0.73)
+    t, s = _freediv_gelu_tasks(list(-0.02 + _noise(0)), list(-0.01 + _noise(1)), n=5, metrics=base)
+    r = readouts.table4_5_tasks(t, s, SEEDS5)
+    assert verdict("t4_freediv_gelu_kept", r) != "held"
+    assert verdict("t4_freediv_gelu_before", r) != "held"
+
+
+def _fig_teacher(b_softmax=0.5, b_quad=0.8):
+    return {"metric": 0.7, "const": {"softmax": (1.0, b_softmax), "2quad": (60.0, b_quad)},
+            "const_per_head": {"softmax": ([[1.0, 1.1]], [[b_softmax, b_softmax + 0.1]]),
+                               "2quad": ([[60.0, 61.0]], [[b_quad, b_quad + 0.05]])}}
+
+
+def test_fig7_quad_sublinear_and_the_relu_eps_check():
+    eps = {"max_abs": 0.02, "median_abs": 0.001, "max_rel": 0.054, "median_rel": 0.012, "entries": 100,
+           "n_max": 48, "at_n_max": {"median_rel": 0.02}, "rows": 10, "rows_without_positive": 0, "eps": 0.01}
+    r = readouts.fig5_7_denominators(_fig_teacher(), eps)
+    assert r["relu_eps"]["median_rel"] == 0.012 and r["quad2_b"] == 0.8
+    assert verdict("fig7_quad_sublinear", r) == "held" and verdict("relu_eps_small", r) == "held"
+    # the null input: a linear 2Quad denominator (b = 1) is not sub-linear; a stabiliser that moves
+    # the median weight by 20 % misses the target
+    r = readouts.fig5_7_denominators(_fig_teacher(b_quad=1.0), dict(eps, median_rel=0.2))
+    assert verdict("fig7_quad_sublinear", r) == "contradicted" and verdict("relu_eps_small", r) == "contradicted"
+    assert verdict("relu_eps_small", readouts.fig5_7_denominators(_fig_teacher())) == "not judged"
 
 
 def test_per_head_extension_pairs_the_seeds():

@@ -13,7 +13,7 @@ import torch
 
 from privtrans.mpc_attention import attention as A
 from privtrans.mpc_attention import encoder as E
-from privtrans.mpc_attention import secure
+from privtrans.mpc_attention import cost, secure
 from privtrans.shared.mpc import cost_model, runner
 
 ATT_TOL = {"softmax": 2e-2, "softmax_freediv": 5e-3}
@@ -58,13 +58,26 @@ def test_2pc_bytes_and_rounds_equal_closed_form(cost2, kind):
     b, r = cost_model.normaliser_cost(kind, rows=HEADS * N, t=N)
     for rank in (0, 1):
         assert (cost2[rank][kind]["bytes"], cost2[rank][kind]["rounds"]) == (b, r)
+    c = cost.parties_cost(cost2, [kind])[kind]
+    assert (c["bytes"], c["rounds"]) == (b, r)
 
 
 def test_freediv_strictly_cheaper_than_parent(cost2, cost3):
-    for cost in (cost2, cost3):
+    """On every party's counters combined (rounds: the maximum over the parties; bytes: all
+    parties' traffic), as Table 1 reads them."""
+    for res in (cost2, cost3):
+        c = cost.parties_cost(res, A.ATTENTIONS)
         for child, parent in A.FREEDIV.items():
-            assert cost[0][child]["rounds"] < cost[0][parent]["rounds"]
-            assert cost[0][child]["bytes"] < cost[0][parent]["bytes"]
+            assert c[child]["rounds"] < c[parent]["rounds"]
+            assert c[child]["bytes"] < c[parent]["bytes"]
+
+
+def test_every_party_is_read_in_3pc(cost3):
+    """The combined rounds are the busiest party's, at least party 0's; 2PC's equal party 0's."""
+    c = cost.parties_cost(cost3, A.ATTENTIONS)
+    for kind in A.ATTENTIONS:
+        assert c[kind]["rounds"] == max(r[kind]["rounds"] for r in cost3) >= cost3[0][kind]["rounds"]
+        assert c[kind]["bytes"] * 2 == sum(r[kind]["bytes"] for r in cost3)
 
 
 SIZES = dict(vocab_size=40, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=10)

@@ -4,8 +4,10 @@ Every function below only calls methods that ``torch.Tensor`` and CrypTen's ``MP
 (``+ - *``, ``square``, ``exp``, ``relu``, ``max(dim, keepdim=True)[0]``, ``sum``, ``reciprocal``),
 so the plaintext model and every secure back-end run the very same expression and cannot drift.
 
-Row-wise over keys, ``x = QK^T/sqrt(d)``, ``mask01`` the public 0/1 key mask, ``n`` the number of
-unmasked keys (public: freeDiv needs it in the clear, paper Sec. 4.1):
+Row-wise over keys, ``x = QK^T/sqrt(d)`` (for Scaling ``x = QK^T``: the paper's eq. 10 is
+ScaleAttn = (1/n) QK^T V, without 1/sqrt(d); ``UNSCALED``, and the encoder passes it so),
+``mask01`` the public 0/1 key mask, ``n`` the number of unmasked keys (public: freeDiv needs it in
+the clear, paper Sec. 4.1):
 
 =================  ===================================================  ====================
 kind               formula                                              secure non-linear ops
@@ -13,7 +15,7 @@ kind               formula                                              secure n
 softmax            e^{x-max} / sum e^{x-max}                            max, exp, reciprocal
 2relu              relu(x) / sum relu(x)                                comparison, reciprocal
 2quad              (x+c)^2 / sum (x+c)^2, c = 5                         square, reciprocal
-scaling            x / n                                                none
+scaling            x / n,  x = QK^T (no 1/sqrt(d), eq. 10)             none
 softmax_freediv    e^{x-max} / f_softmax(n),  f(n) = a n^b (public)     max, exp
 2quad_freediv      (x+c)^2 / f_2quad(n)                                 square
 =================  ===================================================  ====================
@@ -37,6 +39,8 @@ import math
 import torch
 
 from privtrans.shared.activations import activation as shared_activation
+
+from .normalisers import UNSCALED  # noqa: F401 - Scaling reads QK^T, not QK^T/sqrt(d) (eq. 10)
 
 ATTENTIONS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
 FREEDIV = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}  # variant -> parent
@@ -130,6 +134,51 @@ def normalise(kind: str, scores, mask01: torch.Tensor, const=None):
         num = scores.relu() * mask01
         return num * _reciprocal_pos(num.sum(-1, keepdim=True) * (1.0 / n) + RELU_EPS) * (1.0 / n)
     return scores * mask01 * (1.0 / n)  # scaling
+
+
+def relu_eps_entries(scores: torch.Tensor, mask01: torch.Tensor) -> dict:
+    """Per entry, how far 2ReLU's stabiliser moves the weights (plaintext).
+
+    ``normalise("2relu")`` is relu(x) / (sum relu(x) + RELU_EPS n) (the ``+ RELU_EPS`` on the row sum
+    scaled by 1/n); the exact 2ReLU is relu(x) / sum relu(x). Over the unmasked entries whose exact
+    weight is positive, returns {"abs": |w_eps - w_exact|, "rel": that over w_exact, "n": the row's
+    key count} (1-d tensors) and the counts of rows with and without a positive ReLU sum (a row
+    without has no exact weights: the stabilised one gives zeros)."""
+    mask01 = torch.broadcast_to(mask01.to(scores.dtype), scores.shape)
+    r = scores.relu() * mask01
+    total = r.sum(-1, keepdim=True)
+    exact = torch.where(total > 0, r / total.clamp_min(torch.finfo(scores.dtype).tiny), torch.zeros_like(r))
+    stab = normalise("2relu", scores, mask01)
+    keep = (exact > 0) & (mask01 > 0)
+    n = key_count(mask01).expand_as(scores)
+    rows = mask01.amax(-1) > 0  # rows with at least one key
+    return {"abs": (stab - exact).abs()[keep], "rel": ((exact - stab) / exact)[keep], "n": n[keep],
+            "rows": int(rows.sum()), "rows_without_positive": int((rows & (total.squeeze(-1) <= 0)).sum())}
+
+
+def relu_eps_change(parts: list[dict]) -> dict:
+    """Summary of ``relu_eps_entries`` over many score tensors: the largest and median absolute and
+    relative change of the 2ReLU weights against the exact relu(x)/sum relu(x), over all entries
+    and at the largest key count present ("at_n_max")."""
+    import numpy as np
+
+    cat = {k: torch.cat([p[k].flatten().double() for p in parts]).numpy() for k in ("abs", "rel", "n")}
+
+    def summary(sel):
+        a, r = cat["abs"][sel], cat["rel"][sel]
+        if a.size == 0:
+            return {"max_abs": None, "median_abs": None, "max_rel": None, "median_rel": None, "entries": 0}
+        return {"max_abs": float(a.max()), "median_abs": float(np.median(a)), "max_rel": float(r.max()),
+                "median_rel": float(np.median(r)), "entries": int(a.size)}
+
+    out = summary(np.ones_like(cat["abs"], dtype=bool))
+    n_max = int(cat["n"].max()) if cat["n"].size else None
+    out["n_max"] = n_max
+    out["at_n_max"] = summary(cat["n"] == n_max) if n_max is not None else summary(cat["n"] < 0)
+    out["rows"] = sum(p["rows"] for p in parts)
+    out["rows_without_positive"] = sum(p["rows_without_positive"] for p in parts)
+    out["eps"] = RELU_EPS
+    return out
 
 
 def denominator(kind: str, scores, mask01):

@@ -90,15 +90,22 @@ def layer_const(const, layer: int):
 
 
 def block(p: dict, h, mask4, cfg: EncoderConfig, meter=None, layer: int = 0):
-    """One post-LN block; returns (output, pre-normalisation scores (B, H, T, T), weights)."""
+    """One post-LN block; returns (output, scores QK^T/sqrt(d) (B, H, T, T), weights).
+
+    Every normaliser reads the scores QK^T/sqrt(d), except Scaling (``attention.UNSCALED``), which
+    reads QK^T (the paper's eq. 10); the returned scores are QK^T/sqrt(d) for every attention (what
+    stage 1 of the distillation matches between student and teacher)."""
     meter = meter or _null
     with meter("Linear"):
         q = _heads(linear(h, p["wq"], p["bq"]), cfg)
         k = _heads(linear(h, p["wk"], p["bk"]), cfg)
         v = _heads(linear(h, p["wv"], p["bv"]), cfg)
-        scores = q.matmul(k.transpose(-1, -2)) * (1.0 / math.sqrt(cfg.d_head))
+        qk = q.matmul(k.transpose(-1, -2))
+        scores = qk * (1.0 / math.sqrt(cfg.d_head))  # what stage 1 distils, for every attention
     with meter("Softmax"):
-        probs = A.normalise(cfg.attention, scores, mask4, layer_const(cfg.const, layer))
+        # Scaling reads QK^T itself (paper eq. 10: ScaleAttn = (1/n) QK^T V, no 1/sqrt(d))
+        x = qk if cfg.attention in A.UNSCALED else scores
+        probs = A.normalise(cfg.attention, x, mask4, layer_const(cfg.const, layer))
     with meter("Linear"):
         ctx = linear(_merge(probs.matmul(v), cfg), p["wo"], p["bo"])
     with meter("Norm"):

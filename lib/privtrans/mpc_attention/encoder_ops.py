@@ -17,7 +17,7 @@ import math
 
 from privtrans.shared.activations import activation
 
-from .normalisers import PowerLaw, normalise
+from .normalisers import UNSCALED, PowerLaw, normalise
 
 LN_EPS = 1e-5  # encoder.LN_EPS (a test keeps them equal; this module may not import torch)
 
@@ -42,7 +42,9 @@ def forward(p: dict, onehot, cfg: dict, ops, fits: dict | None = None):
     for i in range(cfg["n_layers"]):
         pre = f"layers.{i}."
         q, k, v = (ops.heads(linear(h, p, pre + w, ops), H, dh) for w in "qkv")  # (H, T, dh)
-        scores = ops.matmul(q, ops.t(k)) * (1.0 / math.sqrt(dh))
+        qk = ops.matmul(q, ops.t(k))
+        # Scaling reads QK^T itself (paper eq. 10), the others QK^T/sqrt(d): as ``encoder.block``
+        scores = qk if cfg["attention"] in UNSCALED else qk * (1.0 / math.sqrt(dh))
         probs = normalise(scores, cfg["attention"], ops, fits)
         ctx = linear(ops.merge(ops.matmul(probs, v), d), p, pre + "o", ops)
         h = layer_norm(h + ctx, p[pre + "ln1.weight"], p[pre + "ln1.bias"], ops)

@@ -185,11 +185,13 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 3
 
     Cost does not depend on the weights (same shapes, same protocol), so every combination runs
     with the teacher's weights; the accuracy of each student is measured in plaintext, where the
-    tests show the secure forward equals it. Returns {"att+act": meter summary}.
+    tests show the secure forward equals it. Returns {"att+act": meter summary} with every party's
+    counters combined (``cost.combine_counts``: rounds the maximum over the parties, bytes their sum
+    halved, seconds the slowest party's).
     """
     from privtrans.shared.mpc import runner
 
-    from . import secure
+    from . import cost, secure
     from .attention import FREEDIV
 
     cfgs = []
@@ -199,8 +201,8 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 3
         cfgs.append(c)
     ids = [[2] + [4 + (i % 50) for i in range(length - 2)] + [3]]
     mask = [[1.0] * length]
-    res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)[0]
-    return {k: v["cost"] for k, v in res.items()}
+    res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)
+    return cost.parties_meter(res)  # every party's counters: rounds the maximum, bytes the sum (halved)
 
 
 def spu_model_costs(t: dict, combos, length: int, seed: int, protocol: str = "ABY3") -> list[dict]:

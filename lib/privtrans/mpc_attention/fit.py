@@ -65,6 +65,23 @@ def collect(model, batches, kind: str) -> Denominators:
     return Denominators(cat(ns).astype(int), cat(layers), cat(heads), cat(vals).astype(float))
 
 
+@torch.no_grad()
+def relu_eps_change(model, batches) -> dict:
+    """How far 2ReLU's stabiliser (``attention.RELU_EPS`` n added to the row sum) moves the weights
+    from the exact relu(x)/sum relu(x), on ``model``'s scores QK^T/sqrt(d) of every layer and head
+    for the unmasked query rows of ``batches`` ((ids, mask01[, types])): ``attention.relu_eps_change``."""
+    model.eval()
+    parts = []
+    for batch in batches:
+        ids, mask = batch[0], batch[1].float()
+        types = batch[2] if len(batch) > 2 else None
+        out = model(ids, mask, types)
+        queries = mask[:, None, :, None]  # (B, 1, T, 1): padded query rows are left out
+        for s in out["scores"]:
+            parts.append(A.relu_eps_entries(s, mask[:, None, None, :] * queries))
+    return A.relu_eps_change(parts)
+
+
 def power_law_fit(ns, means, weights=None) -> tuple[float, float]:
     """(a, b) of mean D(n) ~ a * n**b by weighted least squares in log-log space."""
     ns, means = np.asarray(ns, float), np.asarray(means, float)

@@ -11,7 +11,8 @@ have none.
 - softmax: e^{x−max} / Σ e^{x−max} (max, exp, reciprocal, multiplication);
 - 2relu: ReLU(x) / Σ ReLU(x) (MPCFormer, SecureML);
 - 2quad: (x + c)² / Σ (x + c)², c = 5 (MPCFormer);
-- scaling: x / n (MPCViT's ScaleAttn; no non-linear operation);
+- scaling: x / n with x = QKᵀ, not QKᵀ/√d (MPCViT's ScaleAttn, paper eq. 10:
+  (1/n)·QKᵀ·V; ``UNSCALED``); no non-linear operation;
 - softmax_freediv: e^{x−max} / f_softmax(n), eq. 11: the reciprocal replaced by a public constant;
 - 2quad_freediv: (x + c)² / f_2quad(n), eq. 12: squares only.
 f(n) = a·nᵇ is fitted offline (``privtrans.mpc_attention.fit``); the paper's constants are
@@ -35,6 +36,10 @@ from dataclasses import dataclass
 DENOM_EPS = 1e-2
 
 KINDS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
+#: the normalisers whose input is QK^T itself, not QK^T/sqrt(d): the paper's ScaleAttn (eq. 10,
+#: MPCViT) is (1/n)·QK^T·V. Every other kind reads QK^T/sqrt(d) (eqs. 1, 11, 12; MPCFormer's 2ReLU
+#: and 2Quad). The encoders (``encoder.block``, ``encoder_ops.forward``) pass the input accordingly.
+UNSCALED = ("scaling",)
 LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "Scaling",
           "softmax_freediv": "Softmax freeDiv", "2quad_freediv": "2Quad freeDiv"}
 #: each freeDiv variant and the variant whose reciprocal it removes

@@ -5,7 +5,9 @@ Beaver protocol with TFP triples; 3PC: ``cfg.mpc.protocol = "replicated"``, the 
 honest-majority sharing). The model owner is rank 0, the data owner rank 1 (as in MERGE).
 Both call ``encoder.forward`` / ``attention.normalise`` on shares: the very formulas of the
 plaintext model. Rounds and bytes come from ``privtrans.shared.mpc.meter`` (CrypTen's counters,
-per party; for 2 parties the per-party count is the network total, notes §5.2).
+per party). Each party returns its own counts; the callers combine every party's
+(``privtrans.mpc_attention.cost.combine_counts``: rounds the maximum over the parties, bytes the
+sum halved), since in 3-party replicated sharing the parties' counts differ.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
     """Table 1: one attention normaliser on private scores (1, heads, n, n) ~ scale * N(0, 1).
 
     ``const``: {parent: (a, b)} for the freeDiv kinds (default: the paper's constants).
-    Per kind: rounds and bytes (per party, deterministic), best and median wall seconds, the
+    Per kind: this party's rounds and bytes (deterministic), best and median wall seconds, the
     revealed output and the plaintext scores (for the tolerance test).
     """
     cr = compat.crypten()
