@@ -19,7 +19,7 @@ def test_compare_finds_a_changed_missing_or_extra_value_and_lists_wall_clock_one
     assert verify.compare({"x": True}, {"x": 1})[0]  # a flag is not a number
 
 
-@pytest.mark.parametrize("path, timing", [("ratio.train b=1 cached", True), ("lan_seconds", True), ("enc_time_share", True),
+@pytest.mark.parametrize("path, timing", [("ratio.train b=1 cached", True), ("train_ratio_b1_images", True), ("lan_seconds", True), ("enc_time_share", True),
                                           ("fig4.speedup[512]", True), ("wall_s", True),
                                           ("accuracy", False), ("rounds", False), ("sigma", False),
                                           ("mr2.steps", False), ("fall_ratio.0.2", False), ("merge_round_ratio", False),
@@ -32,7 +32,9 @@ def test_what_counts_as_wall_clock(path, timing):
 def test_a_cold_rerun_of_a_cached_notebook_records_the_same_values(book, capsys):
     root, _ = book
     summary = json.loads((root / "_build" / "summary.json").read_text())
-    fastest = min((r for r in summary["notebooks"] if r["status"] == "ok"), key=lambda r: r["seconds"])
+    # dp_icl records no wall-clock value under a name the check cannot tell (taft/cost's ratios were one)
+    fastest = min((r for r in summary["notebooks"] if r["status"] == "ok" and r["chapter"] == "dp_icl"),
+                  key=lambda r: r["seconds"])
     name = fastest["notebook"].split("_", 1)[1]
     nb = f"{fastest['chapter']}/{name}"
     assert verify.main(["--root", str(root), "--notebook", nb]) == 0, capsys.readouterr().out

@@ -32,7 +32,7 @@ from .seedflip import COPY_IGNORE, SPU_ENV
 
 # the words of a wall-clock value (seconds, a time share, a speed-up, taft/cost's time-ratio table)
 TIMING = re.compile(r"second|time|speed|latency|throughput|wall|(^|[._ ])(ms|sec)($|[._ ])|_m?s$"
-                    r"|ratio\.(train|inference)", re.I)
+                    r"|ratio\.(train|inference)|(train|inference)_ratio", re.I)
 
 
 def flatten(obj, path: str = "") -> dict[str, object]:
