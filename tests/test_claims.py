@@ -111,15 +111,15 @@ def test_the_table_shows_the_verdict_once_and_the_computed_reason_beside_it():
 
 def test_every_claim_row_has_an_anchor_and_links_the_notebook_that_recorded_it(tmp_path):
     from privtrans.book.claims import markdown_table
-    from privtrans.book.pipeline.report import recorded_in
+    from privtrans.book.pipeline.report import executed_docs
 
     nb = tmp_path / "book" / "_executed" / "taft"
     nb.mkdir(parents=True)
     (nb / "02_table1_finetuning.ipynb").write_text("{}")
     ran = {("taft", "table1_finetuning")}
-    assert recorded_in(tmp_path, "taft", "table1_finetuning", ran) == "/book/_executed/taft/02_table1_finetuning"
-    assert recorded_in(tmp_path, "taft", "table1_finetuning", set()) is None  # did not run here: no link
-    assert recorded_in(tmp_path, "taft", "cost", {("taft", "cost")}) is None  # no such notebook
+    assert executed_docs(tmp_path, "taft", ran) == {"table1_finetuning": "/book/_executed/taft/02_table1_finetuning"}
+    assert executed_docs(tmp_path, "taft", set()) == {}  # did not run here: no link
+    assert "cost" not in executed_docs(tmp_path, "taft", {("taft", "cost")})  # no such notebook
     row = {"id": "x1", "kind": "reproduction", "paper_item": "Table 1", "quote": ["q"], "where": "§1",
            "statement": "s", "paper_value": 1, "value": 2, "verdict": "held", "reason": "held: 2 > 1 (true)",
            "recorded_in": "/book/_executed/taft/02_table1_finetuning"}

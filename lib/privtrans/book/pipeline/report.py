@@ -39,13 +39,16 @@ def load_stability(root: Path, profile: str, seed: int) -> dict | None:
     return s
 
 
-def recorded_in(root: Path, chapter: str, name: str | None, ran: set[tuple[str, str]]) -> str | None:
-    """The executed notebook page (a Sphinx doc path) that recorded result ``name``: the notebook
-    ``NN_<name>`` of the chapter, when it ran in this build (else no link: it would point nowhere)."""
-    if not name or (chapter, name) not in ran:
-        return None
-    hits = sorted((root / "book" / "_executed" / chapter).glob(f"[0-9][0-9]_{name}.ipynb"))
-    return f"/book/_executed/{chapter}/{hits[0].stem}" if hits else None
+def executed_docs(root: Path, chapter: str, ran: set[tuple[str, str]]) -> dict[str, str]:
+    """{result name: the executed notebook page (a Sphinx doc path) that recorded it} for the chapter's
+    notebooks ``NN_<name>`` that ran in this build (a notebook that did not run gets no link: it would
+    point nowhere)."""
+    out = {}
+    for f in sorted((root / "book" / "_executed" / chapter).glob("[0-9][0-9]_*.ipynb")):
+        name = f.stem.split("_", 1)[1]
+        if (chapter, name) in ran:
+            out.setdefault(name, f"/book/_executed/{chapter}/{f.stem}")
+    return out
 
 
 def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int | None = None) -> list[dict]:
@@ -67,8 +70,9 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
             for r in rows:
                 if r["id"] in stab:
                     r["stability"] = {"seed": other["seed"], "verdict": stab[r["id"]][0]}
+        docs = executed_docs(root, ch, ran)
         for r in rows:
-            r["recorded_in"] = recorded_in(root, ch, r.get("notebook"), ran)
+            r["recorded_in"] = docs.get(r.get("notebook"))
         figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
         atomic_write_text(generated_dir(ch, root) / "claims.md",
                           (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab)

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..chapters import check_profile, check_seed, get
@@ -47,20 +48,29 @@ def baseline(path: Path, chapter: str, profile: str, seed: int) -> dict:
     return s
 
 
-def build_at_seed(root: Path, chapter: str | list[str], profile: str, seed: int) -> dict:
-    """Build ``chapter`` (one key or a list) at ``seed`` in a temporary copy; its summary."""
-    chapters = [chapter] if isinstance(chapter, str) else list(chapter)
-    with tempfile.TemporaryDirectory(prefix=f"seedflip-{'-'.join(chapters) if len(chapters) < 3 else 'book'}-") as tmp:
+@contextmanager
+def pipeline_in_copy(root: Path, prefix: str, args: list[str], what: str):
+    """Run the pipeline with ``args`` in a temporary copy of ``root`` (no ``_build``: cold caches);
+    yields (the copy, the finished process) while the copy exists. The build in ``root`` is left alone."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(root, copy, ignore=COPY_IGNORE)
         env = dict(os.environ, PRIVTRANS_ROOT=str(copy))
         spu = root / ".venv-spu" / "bin" / "python"  # SecretFlow SPU's own environment is not copied
         if spu.is_file() and not env.get(SPU_ENV):
             env[SPU_ENV] = str(spu)
-        cmd = [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(copy), "--profile", profile,
-               "--seed", str(seed), "--chapter", ",".join(chapters), "--no-html"]
-        print(f"building {', '.join(chapters)} at profile {profile}, seed {seed} in {copy} ...", flush=True)
-        proc = subprocess.run(cmd, cwd=copy, env=env)
+        cmd = [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(copy), *args]
+        print(f"{what} in {copy} ...", flush=True)
+        yield copy, subprocess.run(cmd, cwd=copy, env=env)
+
+
+def build_at_seed(root: Path, chapter: str | list[str], profile: str, seed: int) -> dict:
+    """Build ``chapter`` (one key or a list) at ``seed`` in a temporary copy; its summary."""
+    chapters = [chapter] if isinstance(chapter, str) else list(chapter)
+    prefix = f"seedflip-{'-'.join(chapters) if len(chapters) < 3 else 'book'}-"
+    args = ["--profile", profile, "--seed", str(seed), "--chapter", ",".join(chapters), "--no-html"]
+    with pipeline_in_copy(root, prefix, args, f"building {', '.join(chapters)} at profile {profile}, seed {seed}") \
+            as (copy, proc):
         summary = copy / "_build" / "summary.json"
         if proc.returncode != 0 or not summary.is_file():
             raise SystemExit(f"the build at seed {seed} failed (exit {proc.returncode}); see its output above")

@@ -16,19 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from ..chapters import get
 from ..paths import repo_root
 from .discover import discover
-from .seedflip import COPY_IGNORE, SPU_ENV
+from .seedflip import pipeline_in_copy
 
 # the words of a wall-clock value (seconds, a time share, a speed-up, taft/cost's time-ratio table)
 TIMING = re.compile(r"second|time|speed|latency|throughput|wall|(^|[._ ])(ms|sec)($|[._ ])|_m?s$"
@@ -94,17 +90,9 @@ def choose(root: Path, chapter: str | None, named: list[str], n: int, pick: int)
 
 def rerun(root: Path, notebooks: list[str], profile: str, seed: int) -> dict[str, dict]:
     """Run ``notebooks`` cold in a temporary copy; {chapter/name: results.json} of the re-run."""
-    with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
-        copy = Path(tmp) / "repo"
-        shutil.copytree(root, copy, ignore=COPY_IGNORE)
-        env = dict(os.environ, PRIVTRANS_ROOT=str(copy))
-        spu = root / ".venv-spu" / "bin" / "python"  # SecretFlow SPU's own environment is not copied
-        if spu.is_file() and not env.get(SPU_ENV):
-            env[SPU_ENV] = str(spu)
-        cmd = [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(copy), "--profile", profile,
-               "--seed", str(seed), "--no-html"] + [a for nb in notebooks for a in ("--notebook", nb)]
-        print(f"re-running {', '.join(notebooks)} cold at profile {profile}, seed {seed} ...", flush=True)
-        proc = subprocess.run(cmd, cwd=copy, env=env)
+    args = ["--profile", profile, "--seed", str(seed), "--no-html"] + [a for nb in notebooks for a in ("--notebook", nb)]
+    with pipeline_in_copy(root, "verify-", args,
+                          f"re-running {', '.join(notebooks)} cold at profile {profile}, seed {seed}") as (copy, proc):
         out = {}
         for nb in notebooks:
             ch, name = nb.split("/")
