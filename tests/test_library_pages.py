@@ -19,12 +19,22 @@ def test_one_page_per_module_with_its_source_and_definitions(tmp_path):
     names = library.write_pages(tmp_path)
     assert names == ["privtrans", "privtrans.taft", "privtrans.taft.readouts"]
     page = (tmp_path / "book" / "_library" / "privtrans.taft.readouts.md").read_text()
-    assert "```{literalinclude} /lib/privtrans/taft/readouts.py" in page and ":linenos:" in page
-    assert "`cost` (line 4), `Row` (line 8)" in page
+    assert "```{literalinclude} /lib/privtrans/taft/readouts.py" in page and ":lineno-match:" in page
+    assert "{ref}`cost <lib-privtrans.taft.readouts.cost>` (line 4), {ref}`Row <lib-privtrans.taft.readouts.Row>` (line 8)" in page
+    # one labelled section per definition; together the sections show every line once
+    assert "(lib-privtrans.taft.readouts.cost)=\n## `cost`" in page
+    assert [ln for ln in page.splitlines() if ln.startswith(":lines:")] == [":lines: 1-3", ":lines: 4-7", ":lines: 8-9"]
     assert not stale.exists()  # a module that is gone loses its page
     links = library.chapter_links("taft", tmp_path)
     assert "{doc}`readouts </book/_library/privtrans.taft.readouts>`" in links
     assert library.chapter_links("merge", tmp_path) == ""
+
+
+def test_sections_cover_the_file_once_from_each_decorator():
+    src = "import x\n\n@dec\ndef f():\n    pass\nclass C:\n    pass\n"
+    assert library.sections(src) == [(None, 1, 2), ("f", 3, 5), ("C", 6, 7)]
+    assert library.sections("def g():\n    pass\n") == [("g", 1, 2)]
+    assert library.sections("") == []
 
 
 def test_every_module_of_the_library_gets_a_page_and_the_toc_lists_them():

@@ -53,6 +53,7 @@ starting with ``_`` and attributes starting with ``_`` (so no ``().__class__`` e
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -239,6 +240,7 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
                              f"the book was built at {profile!r}")
             continue
         row["seeds"] = _seeds(res)
+        row["made_by"] = made_by(c, res)
         try:
             row["value"] = _plain(expression(c["value"], env))
             verdict, reason, cells = decide(c, env)
@@ -261,6 +263,15 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
         row["verdict"], row["reason"] = verdict, reason
         row["held"] = None if verdict == V.NOT_JUDGED else verdict == V.HELD
     return rows
+
+
+def made_by(c: dict, res: dict) -> list[str]:
+    """The readout functions ("privtrans.<chapter>.readouts.<name>") that computed the recorded values
+    the claim's expressions read (``results.json``'s ``made_by``, from ``privtrans.book.producers``)."""
+    text = " ".join(str(c.get(k) or "") for k in ("value", "interval", "predicate"))
+    keys = re.findall(rf"\b{re.escape(c['notebook'])}\.(\w+)", text)
+    fns = res.get("made_by") or {}
+    return sorted({fns[k] for k in keys if k in fns})
 
 
 def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[str, str]:
@@ -364,7 +375,10 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
                           f" *(the paper's own numbers: {r['paper_self_test']})*")
             ours_value = fmt(r["value"])
             if r.get("recorded_in"):  # the executed notebook that recorded the values (report.py sets it)
-                ours_value += f" (recorded by {{doc}}`{r['recorded_in'].rsplit('/', 1)[-1]} <{r['recorded_in']}>`)"
+                ours_value += f" (recorded by {{doc}}`{r['recorded_in'].rsplit('/', 1)[-1]} <{r['recorded_in']}>`"
+                if r.get("computed_by"):  # the readout functions' source in the library appendix (report.py)
+                    ours_value += ", computed by " + ", ".join(f"{{ref}}`{n} <{lab}>`" for n, lab in r["computed_by"])
+                ours_value += ")"
             anchor = f'<a id="claim-{r["id"]}"></a>' if r.get("id") else ""
             cells = [anchor + str(r["paper_item"]), said, ours, paper, ours_value, why]
             if stability is not None:

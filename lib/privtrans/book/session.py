@@ -13,6 +13,7 @@ message that names the allowed values.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import platform
@@ -26,7 +27,7 @@ import numpy as np
 
 from privtrans import __version__
 
-from . import profiles
+from . import producers, profiles
 from .paths import generated_dir, repo_root
 
 
@@ -87,6 +88,7 @@ class Session:
     rng: np.random.Generator
     outdir: Path
     values: dict = field(default_factory=dict)
+    made_by: dict = field(default_factory=dict)  # {key: the readout function that computed it}
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -98,6 +100,7 @@ class Session:
     def record(self, **values):
         """Headline numbers of this notebook; the chapter's claims read them by name."""
         self.values.update(_jsonable(values))
+        self.made_by.update(producers.producers_of(values))
         return values if len(values) != 1 else next(iter(values.values()))
 
     def figure(self, fig, name: str):
@@ -123,6 +126,7 @@ class Session:
             "seed": self.seed,
             "settings": _jsonable(self.cfg),
             "values": self.values,
+            "made_by": self.made_by,
             "seconds": round(time.perf_counter() - self.started, 3),
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
@@ -139,6 +143,12 @@ def start(chapter: str, notebook: str, profile, seed, experiment: str | None = N
     profiles.check_seed(seed)
     cfg = profiles.settings(chapter, experiment or notebook, profile)
     rng = seed_everything(seed)
+    producers.forget()
+    try:  # every chapter has one; a claim links to the readout that computed its value
+        producers.watch(importlib.import_module(f"privtrans.{chapter}.readouts"))
+    except ModuleNotFoundError as e:
+        if e.name != f"privtrans.{chapter}.readouts":
+            raise
     outdir = generated_dir(chapter, repo_root()) / notebook
     return Session(chapter, notebook, profile, seed, cfg, rng, outdir)
 

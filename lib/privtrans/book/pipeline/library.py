@@ -1,11 +1,13 @@
 """The book's appendix "The library": one page per module of ``lib/privtrans``, its source with line
 numbers and a list of what it defines, so a reader follows a figure or a verdict to its code without
-leaving the book.
+leaving the book. Each top-level definition is its own labelled section (``label``), so a claim row
+links to the very readout function that computed its value (``privtrans.book.producers``).
 
 Why not ``sphinx.ext.autodoc`` + ``viewcode``: autodoc imports every module inside the Sphinx build
 (CrypTen and SPU's worker included) and renders docstrings as reStructuredText, which ours are not
 written in, so ``-W`` would fail on formatting; the pages here are plain MyST around a
-``literalinclude`` and cannot drift from the code (they are written again at every build).
+``literalinclude`` of each definition's lines and cannot drift from the code (they are written again
+at every build).
 """
 
 from __future__ import annotations
@@ -31,10 +33,29 @@ def page_doc(module: str) -> str:
 
 
 def defines(source: str) -> list[tuple[str, int]]:
-    """Top-level functions and classes (public first by line) with their line numbers."""
+    """Top-level functions and classes with their first line (a decorator's, where there is one)."""
     tree = ast.parse(source)
-    return [(n.name, n.lineno) for n in tree.body
+    return [(n.name, min([n.lineno] + [d.lineno for d in n.decorator_list])) for n in tree.body
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def label(qualname: str) -> str:
+    """The Sphinx label of a top-level definition's section ("privtrans.taft.readouts.table1"), for
+    ``{ref}`` links from other pages (a claim row links the readout that computed its value)."""
+    return f"lib-{qualname}"
+
+
+def sections(source: str) -> list[tuple[str | None, int, int]]:
+    """(definition or None for the module's head, first line, last line): consecutive line ranges
+    that cover the file once, one per top-level definition."""
+    n = len(source.splitlines())
+    starts = defines(source)
+    out = []
+    if not starts or starts[0][1] > 1:
+        out.append((None, 1, (starts[0][1] - 1) if starts else n))
+    for i, (name, a) in enumerate(starts):
+        out.append((name, a, (starts[i + 1][1] - 1) if i + 1 < len(starts) else n))
+    return [(name, a, b) for name, a, b in out if b >= a]
 
 
 def modules(root: Path) -> list[tuple[str, Path]]:
@@ -55,8 +76,14 @@ def write_pages(root: Path) -> list[str]:
         lines = [f"# `{name}`", "", f"`{rel}`, {len(src.splitlines())} lines."]
         defs = defines(src)
         if defs:
-            lines += ["", "Defines: " + ", ".join(f"`{d}` (line {ln})" for d, ln in defs) + "."]
-        lines += ["", "```{literalinclude} /" + rel, ":language: python", ":linenos:", "```", ""]
+            lines += ["", "Defines: " + ", ".join(f"{{ref}}`{d} <{label(f'{name}.{d}')}>` (line {ln})"
+                                                 for d, ln in defs) + "."]
+        for d, first, last in sections(src):
+            if d is not None:
+                lines += ["", f"({label(f'{name}.{d}')})=", f"## `{d}`"]
+            lines += ["", "```{literalinclude} /" + rel, ":language: python", f":lines: {first}-{last}",
+                      ":lineno-match:", "```"]
+        lines.append("")
         atomic_write_text(out / f"{name}.md", "\n".join(lines))
         names.append(name)
     for old in out.glob("*.md"):

@@ -20,7 +20,7 @@ from ..session import load_results, versions
 
 SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
                   "value", "verdict", "held", "reason", "seeds", "margin", "need", "deviation", "reading",
-                  "reading_value", "cells")
+                  "reading_value", "cells", "made_by")
 
 
 def stability_path(root: Path) -> Path:
@@ -73,6 +73,8 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
         docs = executed_docs(root, ch, ran)
         for r in rows:
             r["recorded_in"] = docs.get(r.get("notebook"))
+            # the readout functions that computed the values, as labels of their library sections
+            r["computed_by"] = [(fn.rsplit(".", 1)[-1], library.label(fn)) for fn in r.get("made_by") or []]
         figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
         atomic_write_text(generated_dir(ch, root) / "claims.md",
                           (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab)

@@ -1,0 +1,60 @@
+"""Which readout function computed each recorded value, so a claim row links to its code.
+
+A notebook computes its headline numbers with its chapter's ``readouts`` functions and records them
+(``nb.record(**rec)``); the claims then read them by name. ``watch`` wraps the public functions of a
+readouts module so every dict they return is remembered; ``producers_of`` then names, for each
+recorded key, the watched function that returned that very object under that key (the latest such
+call: a readout that passes on another's value is the one the notebook called). A value built in the
+notebook itself, or recorded under another name, gets no producer: no link rather than a wrong one.
+
+Why at run time and not by reading the source: the same key names ("epsilons", "cells") are returned
+by several readouts of a chapter, so only the call that was made can tell which one it was.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from types import ModuleType
+
+_RETURNED: list[tuple[str, dict]] = []  # (module.function, the dict it returned), oldest first
+_WATCHED = "__privtrans_watched__"
+
+
+def watch(module: ModuleType) -> ModuleType:
+    """Wrap ``module``'s public functions (defined in it, not imported) in place; idempotent."""
+    if getattr(module, _WATCHED, False):
+        return module
+    for name, fn in list(vars(module).items()):
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+            continue
+        setattr(module, name, _remembering(fn, f"{module.__name__}.{name}"))
+    setattr(module, _WATCHED, True)
+    return module
+
+
+def _remembering(fn, qualname: str):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if isinstance(out, dict):
+            _RETURNED.append((qualname, out))
+        return out
+
+    return wrapper
+
+
+def producers_of(values: dict) -> dict[str, str]:
+    """{key: "module.function"} for the keys of ``values`` a watched function returned, as that object."""
+    out = {}
+    for key, v in values.items():
+        for qualname, returned in reversed(_RETURNED):
+            if key in returned and returned[key] is v:
+                out[key] = qualname
+                break
+    return out
+
+
+def forget() -> None:
+    """Drop what was remembered (a new notebook session starts with none)."""
+    _RETURNED.clear()
