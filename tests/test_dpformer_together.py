@@ -4,6 +4,7 @@
 import pytest
 import torch
 
+from privtrans.book.runcache import code_modules
 from privtrans.dpformer import data, runs, synthetic, train
 
 SEEDS = [0, 1, 2]
@@ -100,7 +101,7 @@ def test_runner_trains_missing_seeds_together_under_the_single_run_key(tiny, tmp
 
     # and what the group stored is what the single run would have made
     assert_same_run(real_run(spec.with_(seed=2), s, device="cpu"), got[2])
-    assert "privtrans.shared.seeds_together" in runs.TRAINING_MODULES
+    assert "privtrans.shared.seeds_together" in code_modules(runs.TRAINING_MODULES)
 
 
 def test_runner_with_one_missing_seed_trains_it_apart(tiny, tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ still agree (tested)."""
 import pytest
 import torch
 
-from privtrans.book.runcache import RunCache
+from privtrans.book.runcache import RunCache, code_modules
 from privtrans.taft import data
 from privtrans.taft import experiments as X
 from privtrans.taft import finetune as FT
@@ -133,7 +133,7 @@ class TinyBench(X.Bench):
 
 def test_runner_stores_each_seed_under_the_single_run_key(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
-    assert "privtrans.shared.seeds_together" in X.FIT_CODE
+    assert "privtrans.shared.seeds_together" in code_modules(X.CODE)
     s = spec("taft", lr=1e-3, epochs=2)
     bench = TinyBench({}, 0, {}, None, cache=RunCache("taft", root=tmp_path / "together"))
     calls = []

@@ -11,7 +11,7 @@ Chapters use :class:`RunCache`::
 
     cache = RunCache("dpformer")
     result = cache.get_or_make("run", {"spec": spec.as_dict(), "data": data_fp},
-                               lambda: train_run(spec, split), code=TRAINING_MODULES)
+                               lambda: train_run(spec, split), code=[__name__])
 
 Entries live in ``_build/cache/<namespace>/<kind>-<key>.pt`` (``torch.save``: tensors, arrays and
 plain Python) with a ``.json`` sidecar of the key's parts, for people.
@@ -53,13 +53,43 @@ def hash_files(files: Iterable[Path], root: Path, h=None):
     return h
 
 
-def source_fingerprint(modules: Iterable[str | ModuleType]) -> str:
-    """Hash of the source files of ``modules`` (names or module objects): editing the code that
-    makes an artefact must never serve the old artefact."""
-    files = []
-    for m in modules:
-        mod = importlib.import_module(m) if isinstance(m, str) else m
-        files.append(Path(mod.__file__).resolve())
+def _is_machinery(module: str) -> bool:
+    # how a run is cached, scheduled and shown (privtrans.book) and the package's version: not what
+    # it computes, so not part of any artefact's key
+    return module == "privtrans" or module == "privtrans.book" or module.startswith("privtrans.book.")
+
+
+def _package(package: Path | None) -> Path:
+    import privtrans
+
+    return Path(package) if package is not None else Path(privtrans.__file__).resolve().parent
+
+
+def code_modules(roots: Iterable[str | ModuleType], package: Path | None = None) -> list[str]:
+    """The privtrans modules that importing ``roots`` executes, read from the import graph of
+    ``package`` (default: the privtrans that is running), the machinery in ``privtrans.book`` left out."""
+    from .imports import import_graph, used_modules
+
+    names = [r if isinstance(r, str) else r.__name__ for r in roots]
+    graph = import_graph(_package(package))
+    return sorted(used_modules(graph, [n for n in names if n in graph], skip=_is_machinery))
+
+
+def source_fingerprint(roots: Iterable[str | ModuleType], package: Path | None = None) -> str:
+    """Hash of the source files of ``roots`` (names or module objects) and of every privtrans module
+    they import, followed through the import graph (``code_modules``), so that no edit of the code
+    that makes an artefact can serve the old artefact, and no hand-kept list of modules can miss one.
+    A root outside privtrans (a test's module) counts by its own file."""
+    from .imports import import_graph
+
+    roots = list(roots)
+    graph = import_graph(_package(package))
+    files = [graph[m][0].resolve() for m in code_modules(roots, package)]
+    for r in roots:
+        name = r if isinstance(r, str) else r.__name__
+        if name not in graph:
+            mod = importlib.import_module(r) if isinstance(r, str) else r
+            files.append(Path(mod.__file__).resolve())
     root = Path(os.path.commonpath([str(f.parent) for f in files])) if files else Path("/")
     return hash_files(files, root).hexdigest()[:KEY_CHARS]
 
@@ -104,6 +134,8 @@ class RunCache:
         self.misses = 0
 
     def key(self, parts: dict, code: Iterable[str | ModuleType] = ()) -> str:
+        """The key of ``parts`` (the settings the run reads, the keys of cached artefacts it starts
+        from) made by ``code`` (the module(s) whose functions make it: ``source_fingerprint``)."""
         return fingerprint(parts, source_fingerprint(code))
 
     def path(self, kind: str, key: str) -> Path:

@@ -6,8 +6,8 @@ result when one exists. A run is keyed (:class:`privtrans.book.runcache.RunCache
 
 - the full :class:`~privtrans.dpformer.train.RunSpec` (method, ε, seed, epochs, B, lr, sizes, ...);
 - a fingerprint of the data (hash of the sequences), so a change of preprocessing is a new run;
-- the source of every module in :data:`TRAINING_MODULES`, so editing how a run trains never serves
-  a stale model.
+- the source of this module and of every privtrans module it imports (``TRAINING_MODULES``, followed
+  through the import graph by the run cache), so editing how a run trains never serves a stale model.
 
 Entries: ``_build/cache/dpformer/<method>-<key>.pt`` (the result dict, weights included) with a
 ``.json`` sidecar of the key's parts.
@@ -22,15 +22,9 @@ from privtrans.book.runcache import RunCache
 from . import train
 from .data import SeqData, Split
 
-# Every module whose source decides what a run computes: the loop, the models, the metric, the
-# split, Re-Attention and its moment rules, and the DP mechanism (step, Phantom, clipping, σ from ε).
-TRAINING_MODULES = (
-    "privtrans.dpformer.runs", "privtrans.dpformer.train", "privtrans.dpformer.data",
-    "privtrans.dpformer.baselines", "privtrans.dpformer.sasrec", "privtrans.dpformer.metrics",
-    "privtrans.dpformer.reattention", "privtrans.dpformer.moments",
-    "privtrans.shared.dp.step", "privtrans.shared.dp.phantom", "privtrans.shared.dp.clipping",
-    "privtrans.shared.dp.accounting", "privtrans.shared.seeds_together",
-)
+# The code of a run: this module and every privtrans module it imports, followed through the import
+# graph (the loop, the models, the metric, the split, Re-Attention, the DP mechanism; runcache)
+TRAINING_MODULES = (__name__,)
 
 
 def run_cache(root=None) -> RunCache:

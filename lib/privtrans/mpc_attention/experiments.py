@@ -5,7 +5,7 @@ students of every seed, training what the cache lacks on every core (``privtrans
 the chapter's accuracy claims compare them on paired seeds (``privtrans.book.paired``).
 ``teacher(task_name, settings, seed)`` trains (or reads from ``RunCache("mpc_attention")``) the
 Softmax + GeLU teacher and fits f(n) on its training-split denominators: over all layers (the
-paper) and per layer and head (its future work). Keys include the source of the training code.
+paper) and per layer and head (its future work). Keys hold the settings a run reads, the key of the teacher a student starts from, and the source of the code (this module and all it imports).
 
 Seeds together (issue 21): ``converted`` trains the seeds that the cache lacks of one teacher group
 (task, settings) and of one student group (task, attention, activation, per_head) as one vectorised
@@ -26,10 +26,10 @@ from privtrans.book import workers
 from privtrans.book.runcache import RunCache
 
 from . import data, encoder, fit, train
+from .attention import FREEDIV
 
-CODE = ("privtrans.mpc_attention.attention", "privtrans.mpc_attention.encoder",
-        "privtrans.mpc_attention.train", "privtrans.mpc_attention.data", "privtrans.mpc_attention.fit",
-        "privtrans.shared.seeds_together")
+# the code of a cached run: this module and every privtrans module it imports (runcache.source_fingerprint)
+CODE = (__name__,)
 # converted(): the missing seeds of a group as one vectorised model. Off: measured at ci (one torch
 # thread, k = 5, benchmarks/seeds_together_mpc_attention.py) 5 seeds together cost 4.8-4.9x one seed
 # in CPU time, about what 5 runs apart cost: this encoder's step is arithmetic (matrix multiplies,
@@ -48,13 +48,27 @@ def model_config(task, s: dict) -> encoder.EncoderConfig:
     return encoder.EncoderConfig(vocab_size=len(task.vocab), max_len=task.max_len, n_out=task.n_out, **m)
 
 
+# the settings a teacher reads (its data, its model, its training and the f(n) fit); the students'
+# distillation settings are not among them, so changing those retrains no teacher
+TEACHER_SETTINGS = ("max_len", "n_train", "n_dev", "vocab_size", "model", "teacher_epochs", "teacher_lr",
+                    "fit_batches")
+
+
+def teacher_settings(s: dict) -> dict:
+    """The part of the settings a teacher may read: a teacher's run sees only these (a KeyError, not
+    a stale cache entry, if its code starts to read another)."""
+    return {k: s[k] for k in TEACHER_SETTINGS if k in s}
+
+
 def _teacher_parts(name: str, s: dict, seed: int) -> dict:
-    return {"task": name, "settings": s, "seed": seed}
+    return {"task": name, "settings": teacher_settings(s), "seed": seed}
 
 
 def _student_parts(name: str, s: dict, seed: int, attention: str, activation: str, per_head: bool) -> dict:
+    """A student's key: its settings, and its teacher's key (a retrained teacher retrains it)."""
+    teacher_key = RunCache("mpc_attention").key(_teacher_parts(name, s, seed), CODE)
     return {"task": name, "settings": s, "seed": seed, "attention": attention, "activation": activation,
-            "per_head": per_head}
+            "per_head": per_head, "teacher_key": teacher_key}
 
 
 def _teacher_record(model, task, s: dict, secs: float) -> dict:
@@ -74,6 +88,7 @@ def teacher(name: str, s: dict, seed: int) -> dict:
     """{"state", "cfg", "metric", "seconds", "const": {softmax, 2quad}, "const_per_head": {...},
     "denominators": {kind: (n, layer, head, value) arrays}} for task ``name``."""
     torch.set_num_threads(1)
+    s = teacher_settings(s)
 
     def make():
         task = load_task(name, s, seed)
@@ -92,6 +107,7 @@ def teachers_together(name: str, s: dict, seeds: list[int]) -> None:
     """Train the teachers of ``seeds`` that the cache lacks as one vectorised model and store each
     under ``teacher(name, s, seed)``'s key."""
     torch.set_num_threads(1)
+    s = teacher_settings(s)
     cache = RunCache("mpc_attention")
     parts = [_teacher_parts(name, s, sd) for sd in seeds]
     todo = _missing(cache, "teacher", parts)
@@ -118,7 +134,7 @@ def teacher_model(t: dict) -> encoder.TinyEncoder:
 def _converted_student(t: dict, attention: str, activation: str, per_head: bool):
     """(teacher model, student converted from it with the teacher's f(n) constants)."""
     tm = teacher_model(t)
-    base = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}.get(attention)
+    base = FREEDIV.get(attention)
     const = None if base is None else (t["const_per_head"] if per_head else t["const"])[base]
     return tm, tm.converted(attention, activation, const)
 
@@ -192,7 +208,6 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 3
     from privtrans.shared.mpc import runner
 
     from . import cost, secure
-    from .attention import FREEDIV
 
     cfgs = []
     for att, act in combos:

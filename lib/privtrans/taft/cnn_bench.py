@@ -16,10 +16,10 @@ import torch
 from privtrans.book.runcache import RunCache
 
 from . import cnn as C
-from . import compose, data, finetune, losses, tangent
+from . import compose, data, finetune
 from .finetune import FitSpec
 
-CODE = [C, finetune, losses, tangent, data, compose]
+CODE = [__name__]  # the modules a cached run executes, followed through the import graph (runcache)
 
 
 @dataclass
@@ -55,7 +55,8 @@ class CNNBench:
         return C.LinearisedCNN(C.task_cnn(self.cnn, self.task(name).classes, init_seed))
 
     def _key(self, name: str) -> dict:
-        return {"cnn": asdict(self.spec), "cnn_seed": self.cnn_seed, "task": name,
+        return {"cnn": asdict(self.spec), "cnn_seed": self.cnn_seed,
+                "cnn_key": C.backbone_key(self.spec, self.cnn_seed, self.cache), "task": name,
                 "task_cfg": self.task_cfg.get(name) or {}, "train_per_class": self.train_per_class}
 
     def fit_run(self, name: str, spec: FitSpec, seed: int, split: str = "test") -> dict:
