@@ -136,3 +136,40 @@ def test_spu_runs_the_same_formulas_in_its_own_environment():
         assert r["max_abs_err"] < 5e-2 * max(1.0, r["max_abs_plain"]), r
     cheap, full = rows["2quad_freediv", "quad"], rows["softmax", "gelu"]
     assert cheap["bytes"] < full["bytes"] and cheap["rounds"] < full["rounds"]
+
+
+def _profile(parties_actions: list[dict], extra: str = "") -> str:
+    """A profiler log as SPU prints it: per party its HLO, HAL and MPC sections and its link totals."""
+    out = []
+    for acts in parties_actions:
+        out.append("[info] HLO profiling: total time 0.1")
+        out.append("[info] - pphlo.multiply, executed 1 times, duration 0.1s, send bytes 8 recv bytes 8, send actions 9, recv actions 9")
+        out.append("[info] HAL profiling: total time 0.1")
+        out.append("[info] - f_mul, executed 5 times, duration 0.1s, send bytes 8 recv bytes 8, send actions 9, recv actions 9")
+        out.append("[info] MPC profiling: total time 0.1")
+        for k, (calls, a) in acts.items():
+            out.append(f"[info] - {k}, executed {calls} times, duration 0.1s, send bytes 8 recv bytes 8, "
+                       f"send actions {a}, recv actions {a}")
+        out.append(f"[info] Link details: total send bytes 80, recv bytes 80, send actions "
+                   f"{sum(a for _, a in acts.values())}, recv actions 1")
+    return "\n".join(out) + extra
+
+
+def test_spu_rounds_weigh_each_kernel_call_by_spus_own_table():
+    from privtrans.mpc_attention import spu_worker as W
+
+    # ABY3 with K = 64: mul_aa 1, trunc_a 3, a2b log K + 1 + 1 = 8, add_aa free; b2a is "TODO" in the
+    # table, so it counts its send actions per party: (4 + 6 + 5) / 3 = 5
+    parties = [{"mul_aa": (17, 17), "trunc_a": (16, 20), "a2b": (1, 8), "add_aa": (9, 0), "b2a": (2, a)}
+               for a in (4, 6, 5)]
+    rounds, by_actions = W.kernel_rounds(_profile(parties), "ABY3", 3)
+    assert rounds == 17 * 1 + 16 * 3 + 1 * 8 + 0 + 5 and by_actions == {"b2a": 5}
+    # SEMI2K (N = 2): trunc_a 1, a2b (log K + 1) log N = 7, b2a 1: all in its table
+    rounds, by_actions = W.kernel_rounds(_profile(parties[:2]), "SEMI2K", 2)
+    assert rounds == 17 + 16 + 7 + 2 and by_actions == {}
+    # a profile whose sections do not add up to the link totals (threads' output mixed) is refused
+    broken = _profile(parties).replace("send actions 17, recv actions 17", "send actions 16, recv actions 16", 1)
+    with pytest.raises(RuntimeError, match="do not add up"):
+        W.kernel_rounds(broken, "ABY3", 3)
+    with pytest.raises(RuntimeError, match="expected 3 'MPC profiling' sections"):
+        W.kernel_rounds(_profile(parties[:2]), "ABY3", 3)

@@ -5,7 +5,7 @@ is the same computation, layer for layer, for one unpadded sentence: the client'
 times the embedding table, public positions, LayerNorm, every block with the attention normaliser
 of ``normalisers`` and the activation of ``privtrans.shared.activations``, mean pooling and the head. It imports neither torch
 nor JAX: ``normalisers.JaxOps`` runs it in SPU, ``normalisers.TorchOps`` in the test that keeps it
-equal to ``encoder.forward`` for every attention and activation (tests/test_mpc_attention.py).
+equal to ``encoder.forward`` for every attention and activation (tests/test_mpc_attention_normalisers.py).
 
 Weights are a flat dict of arrays named as ``flat_params`` names them (torch layout: Linear
 weights (out, in)), so the book's environment can write them to an ``.npz`` the worker reads.

@@ -5,7 +5,7 @@ torch, which SPU's own environment (numpy < 2, JAX 0.4.34) cannot hold. This mod
 six formulas, with the same public scalings, against primitives a back-end supplies (exp, ReLU,
 square, row max, row sum, reciprocal): ``JaxOps`` for SPU (which compiles the JAX function to its
 protocol) and ``TorchOps`` for the test that keeps it equal to ``attention.normalise`` on every
-kind (tests/test_mpc_attention.py). It imports neither torch nor JAX. No key mask: Table 1's scores
+kind (tests/test_mpc_attention_normalisers.py). It imports neither torch nor JAX. No key mask: Table 1's scores
 have none.
 
 - softmax: e^{x−max} / Σ e^{x−max} (max, exp, reciprocal, multiplication);

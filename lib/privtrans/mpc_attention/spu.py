@@ -33,7 +33,7 @@ def normaliser_cost(kinds: list, lengths: list, heads: int, seed: int, protocol:
 def model_cost(state: dict, cfg: dict, combos, length: int, fits: dict | None, seed: int, protocol: str,
                timeout: float = 600) -> list[dict]:
     """Whole-model secure inference in SPU (``spu_worker.run_encoder``): for each (attention,
-    activation) the bytes, send actions, seconds and error against plaintext of one sentence of
+    activation) the bytes, rounds (SPU's cost table), send actions, seconds and error against plaintext of one sentence of
     ``length`` tokens, with the weights ``state`` (a ``TinyEncoder.state_dict()``) and the freeDiv
     constants ``fits`` ({'softmax': (a, b), '2quad': (a, b)})."""
     import tempfile

@@ -19,10 +19,13 @@ Communication: SPU's runtime prints each party's link totals when ``enable_pphlo
 this process's stdout. The stock simulator switches profiling off for every party but the first,
 so ``ProfilingSimulator`` runs the parties the same way with profiling on for all; the worker
 points file descriptor 1 at a temporary file around each run and parses it. Reported: the sum of
-the parties' send bytes (all traffic on the network) and the parties' send actions per party. Both
-totals are the same in every run of a program, but how they split among the parties is not (in
-ABY3 the busiest party's send actions move by a percent or two from run to run), so the busiest
-party's count would make a ratio near a threshold flip between builds; the mean per party does not.
+the parties' send bytes (all traffic on the network), and rounds counted as SPU's own cost table
+counts them (``kernel_rounds``): ``enable_hal_profile`` also prints, per party, how many times each
+MPC kernel ran (mul_aa, trunc_a, a2b, ...), the same in every run of a program, and each call is
+weighted by the kernel's latency in SPU's ``docs/reference/complexity.md`` (``KERNEL_ROUNDS``).
+The parties' send actions per party (their mean) are kept beside it: a message count, not a round
+count, which undercounts a kernel in which only some parties send (ABY3's trunc_a: 3 rounds) and
+overcounts one in which a party sends twice in one round.
 """
 
 from __future__ import annotations
@@ -40,6 +43,49 @@ from privtrans.mpc_attention.normalisers import JaxOps, normalise
 
 LINK = re.compile(r"Link details: total send bytes (\d+), recv bytes (\d+), send actions (\d+), recv actions (\d+)")
 PROTOCOLS = ("ABY3", "SEMI2K")
+
+#: Rounds of one call of each MPC kernel: SPU's docs/reference/complexity.md (secretflow/spu, commit
+#: 1c52b3a0), its "latency" column with K = 64 (the FM64 ring: log K = 6) and, for SEMI2K, N = 2
+#: parties (log N = 1). ABY3: a2b log K + 1 + 1, add_bb log K + 1, trunc_a 3. A kernel the table
+#: does not list, or lists as TODO (ABY3's b2a), counts its measured send actions instead (per party,
+#: their mean: the parties' total is the same in every run, its split is not): ``kernel_rounds``
+#: names them.
+_FREE = ("add_aa", "add_ap", "mul_ap", "mmul_ap", "xor_bb", "xor_bp", "and_bp")
+KERNEL_ROUNDS = {
+    "ABY3": {"a2b": 8, "a2p": 1, "b2p": 1, "add_bb": 7, "mul_aa": 1, "mmul_aa": 1, "trunc_a": 3, "and_bb": 1,
+             **dict.fromkeys(_FREE, 0)},
+    "SEMI2K": {"a2b": 7, "b2a": 1, "a2p": 1, "b2p": 1, "add_bb": 7, "mul_aa": 1, "mmul_aa": 1, "trunc_a": 1,
+               "and_bb": 1, **dict.fromkeys(_FREE, 0)},
+}
+KERNEL = re.compile(r"- (\w+), executed (\d+) times, duration [^,]+, send bytes (\d+) recv bytes (\d+), "
+                    r"send actions (\d+), recv actions (\d+)")
+
+
+def kernel_rounds(log: str, protocol: str, parties: int) -> tuple[float, dict]:
+    """(rounds, {kernel: send actions used for it}) of one profiled run: every MPC kernel's calls
+    times its latency in ``KERNEL_ROUNDS``; a kernel not in the table adds the send actions the
+    parties made in it, per party. Each party's "MPC profiling" section is checked against its
+    link totals (its kernels' send actions must add up to them), so a section the parties' threads
+    wrote into each other's is an error, never a wrong count."""
+    sections = [re.split(r"HLO profiling|HAL profiling", b)[0] for b in log.split("MPC profiling")[1:]]
+    if len(sections) != parties:
+        raise RuntimeError(f"expected {parties} 'MPC profiling' sections (enable_hal_profile), found {len(sections)}")
+    per = [{k: (int(calls), int(acts)) for k, calls, _, _, acts, _ in KERNEL.findall(sec)} for sec in sections]
+    sums = sorted(sum(a for _, a in p.values()) for p in per)
+    links = sorted(int(m[2]) for m in LINK.findall(log))
+    if sums != links:
+        raise RuntimeError(f"SPU's per-kernel send actions {sums} do not add up to its link totals {links}")
+    table, rounds, fallback = KERNEL_ROUNDS[protocol], 0, {}
+    for k in sorted(set().union(*per)):
+        calls = max(p.get(k, (0, 0))[0] for p in per)
+        if k in table:
+            rounds += calls * table[k]
+        else:
+            acts = sum(p.get(k, (0, 0))[1] for p in per) / parties
+            rounds += acts
+            if acts:
+                fallback[k] = acts
+    return rounds, fallback
 
 
 def _simulator(protocol: str, parties: int):
@@ -72,6 +118,7 @@ def _simulator(protocol: str, parties: int):
 
     cfg = libspu.RuntimeConfig(protocol=getattr(libspu.ProtocolKind, protocol), field=libspu.FieldType.FM64)
     cfg.enable_pphlo_profile = True
+    cfg.enable_hal_profile = True  # the per-kernel call counts that kernel_rounds weighs
     return ProfilingSimulator(parties, cfg), spsim.sim_jax
 
 
@@ -104,15 +151,17 @@ def run(spec: dict) -> list[dict]:
         x = (2.0 * rng.standard_normal((1, spec.get("heads", 4), n, n))).astype(np.float32)
         for kind in spec["kinds"]:
             want = np.asarray(normalise(x.astype(np.float64), kind, ops))
-            out, sent, rounds, seconds = _measure(sim, sim_jax, lambda s, k=kind: normalise(s, k, ops), [x], parties)
+            out, m = _measure(sim, sim_jax, lambda s, k=kind: normalise(s, k, ops), [x], parties, protocol)
             rows.append({"kind": kind, "n": n, "heads": spec.get("heads", 4), "protocol": protocol, "parties": parties,
-                         "framework": "SPU", "bytes": sent, "rounds": rounds, "seconds": seconds,
+                         "framework": "SPU", **m,
                          "max_abs_err": float(np.abs(out - want).max()), "max_abs_plain": float(np.abs(want).max())})
     return rows
 
 
-def _measure(sim, sim_jax, fn, args, parties: int):
-    """(output, bytes summed over parties, send actions per party (their mean), seconds) of one SPU run."""
+def _measure(sim, sim_jax, fn, args, parties: int, protocol: str):
+    """(output, {"bytes": summed over parties, "rounds": ``kernel_rounds``, "send_actions": per party
+    (their mean), "kernels_by_actions": the kernels counted by their send actions (not in SPU's
+    table), "seconds"}) of one SPU run."""
     compiled = sim_jax(sim, fn)
     t0 = time.perf_counter()
     out, log = _captured(lambda: compiled(*args))
@@ -120,7 +169,11 @@ def _measure(sim, sim_jax, fn, args, parties: int):
     links = [tuple(map(int, m)) for m in LINK.findall(log)]
     if len(links) != parties:
         raise RuntimeError(f"expected {parties} 'Link details' lines from SPU's profiler, found {len(links)}")
-    return np.asarray(out), sum(l[0] for l in links), sum(l[2] for l in links) / parties, seconds
+    rounds, fallback = kernel_rounds(log, protocol, parties)
+    return np.asarray(out), {"bytes": sum(l[0] for l in links), "rounds": rounds,
+                             "send_actions": sum(l[2] for l in links) / parties,
+                             "kernels_by_actions": ", ".join(sorted(fallback)),
+                             "seconds": seconds}
 
 
 def run_encoder(spec: dict) -> list[dict]:
@@ -148,9 +201,9 @@ def run_encoder(spec: dict) -> list[dict]:
             return encoder_ops.forward(dict(zip(names, w)), x, cfg, ops, fits)
 
         want = np.asarray(fn(onehot.astype(np.float64), *(weights[k].astype(np.float64) for k in names)))
-        out, sent, rounds, seconds = _measure(sim, sim_jax, fn, [onehot] + [weights[k] for k in names], parties)
+        out, m = _measure(sim, sim_jax, fn, [onehot] + [weights[k] for k in names], parties, protocol)
         rows.append({"attention": att, "activation": act, "n": n, "protocol": protocol, "parties": parties,
-                     "framework": "SPU", "bytes": sent, "rounds": rounds, "seconds": seconds,
+                     "framework": "SPU", **m,
                      "max_abs_err": float(np.abs(out - want).max()), "max_abs_plain": float(np.abs(want).max())})
     return rows
 
