@@ -18,7 +18,8 @@ from privtrans.dpformer import claim31, readouts
 NULL_TESTED = {
     "fig2_sharing_beats_untied", "fig2_best_large_batch_lr",
     "table1_vanilla_beats_untied", "table1_dpformer_ge_vanilla", "table1_vanilla_beats_rnns",
-    "fig6_reattention_stabler",
+    "fig6_reattention_stabler", "table1_dpformer_ge_vanilla_hit", "fig6_dpformer_converges_faster",
+    "table2_dpformer_ge_vanilla_hit", "table2_gain_smaller_at_low_eps", "fig6_amazon_dpformer_converges_faster",
     "table2_dpformer_ge_vanilla", "table2_vanilla_beats_untied", "table2_vanilla_beats_rnns",
     "fig6_amazon_reattention_stabler", "fig7_dpformer_wins_diagonal",
     "fig9_shift_shrinks_with_eps", "fig9_low_eps_leans_to_rare_items",
@@ -250,6 +251,28 @@ def test_less_stable_dpformer_fails_fig6():
                                     refs(False), EPS)
     assert out["dpformer_stabler"]["mean"] < 0
     assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["verdict"] == "contradicted"
+
+
+def test_hit_orderings_gain_by_eps_and_convergence_by_hand():
+    out = readouts.table1_movielens(table_runs(), table_curves(), refs(False), EPS)
+    # the fixture's HIT@10 is twice its NDCG@10, seed by seed
+    assert [p["mean"] for p in out["dpformer_vs_vanilla_hit"]] == pytest.approx([0.012, 0.004])
+    assert out["hit_by_method"]["dpformer"] == pytest.approx([0.072, 0.084])
+    # relative gain 0.036/0.030 − 1 = 0.2 at ε = 5 and 0.042/0.040 − 1 = 0.05 at ε = 8 (seed offsets aside):
+    # smaller at the larger ε, so "smaller at ε = 5 than at 10" is contradicted
+    g = out["gain_at_largest_minus_smallest_eps"]
+    assert g["mean"] == pytest.approx(0.05 - 0.2, abs=0.01) and g["hi"] < 0
+    v = verdicts({"table1_movielens": out, "table2_amazon_like": {**out, "grid_diffs": {}}})
+    assert v["table1_dpformer_ge_vanilla_hit"]["verdict"] == "held"
+    assert v["table2_gain_smaller_at_low_eps"]["verdict"] == "contradicted"
+    # DPFormer at 90 % of its best by epoch 2, vanilla only at epoch 4: one evaluation (2 epochs) sooner
+    rows = [{"method": m, "epsilon": e, "seed": s, "epoch": ep, "ndcg@10": val, "hit@10": 0.0}
+            for e in EPS for s in (0, 1, 2)
+            for m, curve in (("transformer", (0.010, 0.020 + 0.001 * s, 0.019)), ("dpformer", (0.019 + 0.001 * s, 0.020, 0.021)))
+            for ep, val in zip((2, 4, 6), curve)]
+    fast = readouts.faster_convergence(pd.DataFrame(rows))
+    assert fast["mean"] == pytest.approx(2.0) and fast["n"] == 6 and fast["held"] is True
+    assert readouts.convergence_epoch(pd.DataFrame(rows), "transformer") == {(e, s): 4.0 for e in (5.0, 8.0) for s in (0, 1, 2)}
 
 
 def test_missing_reference_row_raises():
@@ -859,7 +882,7 @@ def _noise(seed: int, sd: float = 0.002):
 def null_table_runs(seed: int, methods=TABLE_METHODS, base=0.05):
     e = _noise(seed)
     return pd.DataFrame([{"method": m, "label": m, "epsilon": eps, "seed": s, "batch_size": 256, "lr": 0.02,
-                          "ndcg@10": base + e(), "hit@10": 0.1, "epsilon_spent": eps - 0.01}
+                          "ndcg@10": base + e(), "hit@10": 2 * base + e(), "epsilon_spent": eps - 0.01}
                          for m in methods for eps in EPS for s in NULL_SEEDS])
 
 
@@ -880,7 +903,7 @@ def test_null_tables_1_2_figures_6_7():
     assert table1["best_dp_vs_most_popular"]["held"] is True and table1["dpformer_stabler"]["n"] == 2 * len(NULL_SEEDS)
     not_held(verdicts({"table1_movielens": table1}),
              ("table1_vanilla_beats_untied", "table1_dpformer_ge_vanilla", "table1_vanilla_beats_rnns",
-              "fig6_reattention_stabler"))
+              "fig6_reattention_stabler", "table1_dpformer_ge_vanilla_hit", "fig6_dpformer_converges_faster"))
     e = _noise(3)
     grid = pd.DataFrame([{"method": m, "epsilon": 8, "seed": s, "batch_size": B, "lr": lr, "ndcg@10": 0.05 + e(),
                           "hit@10": 0.1, "epsilon_spent": 7.99}
@@ -890,7 +913,8 @@ def test_null_tables_1_2_figures_6_7():
     assert table2["grid_seeds_per_cell"] == len(NULL_SEEDS)
     not_held(verdicts({"table2_amazon_like": table2}),
              ("table2_dpformer_ge_vanilla", "table2_vanilla_beats_untied", "table2_vanilla_beats_rnns",
-              "fig6_amazon_reattention_stabler", "fig7_dpformer_wins_diagonal"))
+              "fig6_amazon_reattention_stabler", "fig7_dpformer_wins_diagonal", "table2_dpformer_ge_vanilla_hit",
+              "table2_gain_smaller_at_low_eps", "fig6_amazon_dpformer_converges_faster"))
 
 
 def test_null_figure_2():

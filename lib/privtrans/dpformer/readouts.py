@@ -221,17 +221,17 @@ def _per_eps(runs, epsilons, test, *methods) -> list | None:
     return [test(*row) for row in vals]
 
 
-def _per_seed(runs: pd.DataFrame, method: str, epsilon) -> dict:
+def _per_seed(runs: pd.DataFrame, method: str, epsilon, metric: str = "ndcg@10") -> dict:
     sub = runs[(runs.method == method) & (runs.epsilon == epsilon)]
-    return {int(s): float(v) for s, v in zip(sub.seed, sub["ndcg@10"])}
+    return {int(s): float(v) for s, v in zip(sub.seed, sub[metric])}
 
 
-def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str) -> list[dict] | None:
-    """``a`` against ``b`` at each ε on the seeds both ran (paired t interval on NDCG@10 differences,
-    ``privtrans.book.paired``); None if either method lacks every run at some ε."""
+def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str, metric: str = "ndcg@10") -> list[dict] | None:
+    """``a`` against ``b`` at each ε on the seeds both ran (paired t interval on the differences of
+    ``metric``, ``privtrans.book.paired``); None if either method lacks every run at some ε."""
     out = []
     for e in epsilons:
-        pa, pb = _per_seed(runs, a, e), _per_seed(runs, b, e)
+        pa, pb = _per_seed(runs, a, e, metric), _per_seed(runs, b, e, metric)
         if not pa or not pb:
             return None
         seeds = sorted(pa.keys() & pb.keys())
@@ -283,6 +283,9 @@ def table_orderings(runs: pd.DataFrame, epsilons) -> dict:
         "vanilla_vs_untied": paired_per_eps(runs, epsilons, VANILLA, UNTIED),
         "vanilla_vs_gru": paired_per_eps(runs, epsilons, VANILLA, "gru"),
         "vanilla_vs_lstm": paired_per_eps(runs, epsilons, VANILLA, "lstm"),
+        # the tables' second metric, HIT@10, for the same two orderings the text claims
+        "dpformer_vs_vanilla_hit": paired_per_eps(runs, epsilons, DPFORMER, VANILLA, "hit@10"),
+        "vanilla_vs_untied_hit": paired_per_eps(runs, epsilons, VANILLA, UNTIED, "hit@10"),
     }
     return {
         **pairs,
@@ -295,7 +298,39 @@ def table_orderings(runs: pd.DataFrame, epsilons) -> dict:
         "vanilla_gt_rnns": _per_eps(runs, epsilons, lambda v, *r: bool(v > max(r)), VANILLA, *RNNS),
         "rel_improvement": _per_eps(runs, epsilons, lambda d, v: d / v - 1 if v > 0 else None, DPFORMER, VANILLA),
         "ndcg_by_method": {m: [mean_ndcg(runs, m, e) for e in epsilons] for m in runs.method.unique()},
+        "hit_by_method": {m: [num(runs[(runs.method == m) & (runs.epsilon == e)]["hit@10"].mean()) for e in epsilons]
+                          for m in runs.method.unique()},
     }
+
+
+def gain_at_largest_minus_smallest_eps(runs: pd.DataFrame, epsilons) -> dict:
+    """DPFormer's relative NDCG@10 gain over vanilla (DPFormer / vanilla − 1, per seed) at the largest ε
+    minus at the smallest, paired by seed: above zero when the gain is smaller at the smallest ε (the
+    paper's Amazon; on MovieLens it says the opposite)."""
+    eps = sorted(epsilons)
+    if len(eps) < 2:
+        return paired_keyed({}, {})
+    return paired_keyed(_relative_gain(runs, eps[-1]), _relative_gain(runs, eps[0]),
+                        what=f"relative gain at ε = {eps[-1]:g} − at ε = {eps[0]:g}, per seed")
+
+
+def convergence_epoch(curves: pd.DataFrame, method: str, share: float = 0.9, key: str = "ndcg@10") -> dict:
+    """{(ε, seed): the first logged epoch at which ``key`` reaches ``share`` of that run's own best}:
+    how fast a training curve gets close to where it ends up."""
+    out = {}
+    for (e, s), g in curves[curves.method == method].groupby(["epsilon", "seed"]):
+        g = g.sort_values("epoch")
+        best = g[key].max()
+        if best > 0:
+            out[(float(e), int(s))] = float(g.epoch[g[key] >= share * best].iloc[0])
+    return out
+
+
+def faster_convergence(curves: pd.DataFrame) -> dict:
+    """Figure 6's "faster convergence": per (ε, seed), vanilla's epoch of reaching 90 % of its best
+    NDCG@10 minus DPFormer's (paired; above zero when DPFormer gets there sooner)."""
+    return paired_keyed(convergence_epoch(curves, VANILLA), convergence_epoch(curves, DPFORMER),
+                        what="epoch at 90 % of the run's best test NDCG@10, vanilla − DPFormer, per (ε, seed)")
 
 
 def _spread(spread: pd.DataFrame, method: str, column: str) -> float | None:
@@ -336,6 +371,8 @@ def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
         "seeds": _seeds(runs),
         "n_seeds": int(runs.groupby(["method", "epsilon"]).seed.nunique().min()),
         "dpformer_stabler": stability(curves),
+        "dpformer_converges_faster": faster_convergence(curves),
+        "gain_at_largest_minus_smallest_eps": gain_at_largest_minus_smallest_eps(runs, epsilons),
         **table_orderings(runs, epsilons),
         "most_popular_ndcg": _ref(refs, "most_popular"),
         "best_dp_ndcg": float(runs.groupby(["method", "epsilon"])["ndcg@10"].mean().max()),
@@ -535,7 +572,7 @@ def premise_sharing_grid(sharing: pd.DataFrame, grid: pd.DataFrame, refs: pd.Dat
 def _relu_rule_for_gelu(table3: pd.DataFrame) -> list[dict]:
     """Figure 8 / Remark A.5: the ReLU variance formula used for GELU against GELU's sampled variance
     (largest n), per input std of Table 3: [{input_std, relu_rule, gelu_sampled, rel_err}]."""
-    big = moments._largest_n_column(table3)
+    big = moments.largest_n_column(table3)
     g = table3[table3.activation == "GELU"].sort_values("input_std")
     return [{"input_std": float(s), "relu_rule": float(a), "gelu_sampled": float(v), "rel_err": float(a / v - 1)}
             for s, a, v in zip(g.input_std, g.analytic_relu, g[big])]
