@@ -54,6 +54,7 @@ def retraining_summary(tr: T.Trained) -> dict:
 def table3_tasks(cfg: dict, seed: int) -> tuple[pd.DataFrame, dict]:
     """``table3`` for every task of ``cfg["tasks"]``: one frame, and {task: (test examples, {row: hypotheses})}."""
     frames, samples = [], {}
+    T.train_missing([T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]], [v for _, v, _ in TABLE3_ROWS], seed)
     for task in cfg["tasks"]:
         spec = T.Spec.from_cfg(task, cfg)
         df, hyps = table3(spec, seed, cfg["n_new"])
