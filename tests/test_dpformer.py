@@ -385,7 +385,8 @@ for method, engine in (("dpformer", "phantom"), ("gru", "opacus")):
                                   eval_every=1, engine=engine), split, device="cpu")
 new = {m for m in set(sys.modules) - before | {"privtrans.dpformer.data"}
        if m.startswith(("privtrans.dpformer.", "privtrans.shared.dp."))}
-print(sorted(new - set(runs.TRAINING_MODULES)))
+from privtrans.book.runcache import code_modules
+print(sorted(new - set(code_modules(runs.TRAINING_MODULES))))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -276,3 +276,33 @@ def test_spu_whole_model_readouts_and_claims():
     assert verdict("t6_faster_than_mpcformer_spu_aby3", slow) == "contradicted"
     assert verdict("spu_model_equals_plaintext", slow) == "contradicted"
     assert readouts.spu_schemes([])["spu_best_speedup_lan"] is None
+
+
+def test_lan_seconds_is_rounds_times_rtt_plus_bytes_over_bandwidth():
+    from privtrans.shared.mpc.network import LINKS
+
+    lan = LINKS["LAN"]
+    got = readouts.lan_seconds({"rounds": 10, "bytes": 1e6})
+    assert got == pytest.approx(10 * lan["rtt"] + 1e6 / lan["bandwidth"])
+    assert readouts.lan_seconds({"rounds": 0, "bytes": 0}) == 0
+
+
+def spu_table1(freediv_rounds=5, freediv_lan=0.1):
+    """Table 1 SPU rows at n = 16, 32: the freeDiv variants at ``freediv_rounds`` and ``freediv_lan`` s."""
+    base = {"softmax": (20, 4e4, 0.3), "2quad": (10, 2e4, 0.2), "2relu": (12, 3e4, 0.25), "scaling": (1, 1e3, 0.01),
+            "softmax_freediv": (freediv_rounds, 1e4, freediv_lan), "2quad_freediv": (freediv_rounds, 1e4, freediv_lan)}
+    return pd.DataFrame([{"protocol": "ABY3", "n": n, "variant": v, "rounds": r, "bytes": b * n / 16, "LAN s": s * n / 16,
+                          "max_abs_error": 1e-3} for n in (16, 32) for v, (r, b, s) in base.items()])
+
+
+def test_table1_spu_readout_and_its_claims():
+    r = readouts.table1_spu(spu_table1())
+    assert r["spu_freediv_cheaper_aby3"] and r["spu_all_cheaper_than_softmax_aby3"]
+    assert r["spu_softmax_freediv_beats_2quad_aby3"]
+    assert r["spu_lan_speedup_aby3"]["2quad"] == pytest.approx(1.5)
+    assert r["spu_softmax_freediv_over_2quad_lan_aby3"] == {16: pytest.approx(0.5), 32: pytest.approx(0.5)}
+    assert verdict("t1_freediv_cheaper_spu_aby3", r) == "held"
+    # freeDiv as many rounds as Softmax: not cheaper; slower than 2Quad: does not beat it
+    worse = readouts.table1_spu(spu_table1(freediv_rounds=20, freediv_lan=0.25))
+    assert not worse["spu_freediv_cheaper_aby3"] and not worse["spu_softmax_freediv_beats_2quad_aby3"]
+    assert verdict("t1_freediv_cheaper_spu_aby3", worse) == "contradicted"

@@ -126,15 +126,6 @@ def item_counts(data: SeqData) -> np.ndarray:
     return np.bincount(np.concatenate(data.seqs), minlength=data.n_items + 1)
 
 
-def item_doc_frequency(seqs: list[np.ndarray], n_items: int) -> np.ndarray:
-    """p_i = fraction of users whose sequence contains item i (the paper's token frequency, Claim 4.4)."""
-    df = np.zeros(n_items + 1)
-    for s in seqs:
-        df[np.unique(s)] += 1
-    df[0] = 0
-    return df / max(len(seqs), 1)
-
-
 def long_tail_stats(data: SeqData) -> dict:
     """The statistics of Figure 5's embedded table, plus how heavy the tail is."""
     counts = np.sort(item_counts(data)[1:])[::-1]

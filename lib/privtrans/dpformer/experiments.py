@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from privtrans.book.paired import seeds as paired_seeds
 from privtrans.book.runcache import RunCache
 
 from . import data as rdata
@@ -121,9 +122,9 @@ class TableRuns:
 
 
 def train_table(b: Bundle, cfg: dict, seed: int, cache: RunCache | None = None, log=None) -> TableRuns:
-    """Tables 1/2: ``cfg["methods"]`` × ``cfg["epsilons"]`` × seeds ``seed + cfg["seeds"]``."""
+    """Tables 1/2: ``cfg["methods"]`` × ``cfg["epsilons"]`` × the ``cfg["seeds"]`` paired seeds from ``seed``."""
     cache = runs.run_cache() if cache is None else cache
-    seeds = [seed + s for s in cfg["seeds"]]
+    seeds = paired_seeds(seed, cfg["seeds"])
     results, report = _counted(cache, lambda: run_grid(cache, b, cfg, cfg["methods"], cfg["epsilons"], seeds,
                                                        log=log))
     return TableRuns(results, frame(results), curves(results), pd.DataFrame(reference_rows(b, cfg["max_len"])),
@@ -151,14 +152,14 @@ class GridRuns:
 
 
 def train_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, lrs, cache: RunCache | None = None,
-               log=None, seeds=(0,)) -> GridRuns:
-    """Every (B, lr) cell for ``methods`` at seeds ``seed + s`` for s in ``seeds``; batch sizes above
+               log=None, seeds: int = 1) -> GridRuns:
+    """Every (B, lr) cell for ``methods`` at the ``seeds`` paired seeds from ``seed``; batch sizes above
     the number of users N are dropped (the paper's grid reaches 4096 on ML-1M's 6,040 users)."""
     cache = runs.run_cache() if cache is None else cache
     kept = [B for B in batch_sizes if B <= b.data.n_users]
     results, report = _counted(cache, lambda: [
         r for B in kept for lr in lrs
-        for r in run_grid(cache, b, cfg, methods, [epsilon], [seed + s for s in seeds], log=log, batch_size=B,
+        for r in run_grid(cache, b, cfg, methods, [epsilon], paired_seeds(seed, seeds), log=log, batch_size=B,
                           lr=lr)])
     dropped = [B for B in batch_sizes if B not in kept]
     if dropped:
@@ -169,14 +170,15 @@ def train_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, l
 def train_diagonal_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch_sizes, lrs, diag_seeds,
                         off_seeds, cache: RunCache | None = None, log=None) -> GridRuns:
     """A B × lr grid with more seeds on its main diagonal (k-th smallest B with k-th smallest lr),
-    where Figure 7's claim is judged on paired seeds, than off it (shown only)."""
+    where Figure 7's claim is judged on paired seeds, than off it (shown only); ``diag_seeds`` and
+    ``off_seeds`` are numbers of paired seeds from ``seed``."""
     cache = runs.run_cache() if cache is None else cache
     kept = [B for B in sorted(batch_sizes) if B <= b.data.n_users]
     diag = set(zip(kept, sorted(lrs)))
     results, report = _counted(cache, lambda: [
         r for B in kept for lr in sorted(lrs)
         for r in run_grid(cache, b, cfg, methods, [epsilon],
-                          [seed + s for s in (diag_seeds if (B, lr) in diag else off_seeds)],
+                          paired_seeds(seed, diag_seeds if (B, lr) in diag else off_seeds),
                           log=log, batch_size=B, lr=lr)])
     dropped = [B for B in batch_sizes if B not in kept]
     if dropped:

@@ -202,19 +202,6 @@ def residual_var(*vs):
 
 
 # --------------------------------------------------------------------------------- sources
-def effective_errors(sigma_dp: float, batch_size: int, item_freq=None):
-    """Claims 4.3/4.4: σ_eff = σ_dp / B for block weights, σ_dp / (B p_i) for embedding row i."""
-    if sigma_dp < 0 or batch_size <= 0:
-        raise ValueError("need sigma_dp >= 0 and batch_size > 0")
-    w = sigma_dp / batch_size
-    if item_freq is None:
-        return w, None
-    p = _as_tensor(item_freq).double()
-    if torch.any(p < 0) or torch.any(p > 1):
-        raise ValueError("item_freq must be probabilities in [0, 1]")
-    return w, sigma_dp / (batch_size * p.clamp_min(1e-12))
-
-
 # --------------------------------------------------------------------------------- Table 3
 def sampled_var(f, std: float, n: int, generator=None) -> float:
     """Sampling-based Var[f(X)], X ~ N(0, std²), from n draws (Table 3's 'sampling-based' cells)."""
@@ -246,7 +233,7 @@ def table3(stds=(0.01, 0.1, 1.0), ns=(10, 100, 1000, 10_000, 100_000, 1_000_000)
     return pd.DataFrame(rows)
 
 
-def _largest_n_column(t3) -> str:
+def largest_n_column(t3) -> str:
     cols = [c for c in t3.columns if c.startswith("n=")]
     if not cols:
         raise ValueError("the Table 3 frame has no sampled column 'n=...'")
@@ -255,7 +242,7 @@ def _largest_n_column(t3) -> str:
 
 def table3_vs_paper(t3, paper):
     """Our Table 3 at the largest sample size beside the paper's (``data/dpformer/table3_paper.csv``)."""
-    big = _largest_n_column(t3)
+    big = largest_n_column(t3)
     cmp = paper[["input_std", "activation", "n=1e+06", "analytic", "note"]].rename(
         columns={"n=1e+06": "paper: sampled n=1e6", "analytic": "paper: analytic"})
     return cmp.merge(t3[["input_std", "activation", big, "analytic_own", "eq8_as_printed"]].rename(
@@ -274,7 +261,7 @@ def table3_errors(t3, paper) -> dict:
 
     A row of the paper's GELU column that our table lacks (or the reverse) is an error, not a skip.
     """
-    big = _largest_n_column(t3)
+    big = largest_n_column(t3)
     relu, gelu = t3[t3.activation == "ReLU"], t3[t3.activation == "GELU"]
     if relu.empty or gelu.empty:
         raise ValueError("Table 3 needs ReLU and GELU rows")

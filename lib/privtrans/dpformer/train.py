@@ -24,7 +24,7 @@ Per-sample gradients: every method is clipped by the same code, the shared DP st
 (:class:`privtrans.shared.dp.step.PhantomStep`: Phantom Clipping, noise, averaging; the GRU/LSTM are
 built from nn.Linear cells so it applies to them too). ``engine="opacus"`` swaps in
 :class:`privtrans.shared.dp.step.OpacusHooksStep` (opacus's exact per-sample gradients, follows
-module ties) as a cross-check: both give exact norms (tests/test_recsys.py), so they differ only in
+module ties) as a cross-check: both give exact norms (tests/test_dpformer.py), so they differ only in
 cost. This module adds only the chapter's choices: the loss, C = 1 and γ.
 
 The learning rate warms up linearly over the first ``warmup_frac`` of the steps, then decays
@@ -289,17 +289,6 @@ def load_model(result: dict, n_items: int) -> torch.nn.Module:
     model.load_state_dict(result["state_dict"])
     model.eval()
     return model
-
-
-def summarize(results: list[dict]) -> dict:
-    """mean and std (ddof=1 when several seeds) of NDCG@10 and HIT@10 over runs."""
-    out = {}
-    for key in ("ndcg@10", "hit@10"):
-        v = np.array([r[key] for r in results], dtype=float)
-        out[key] = float(v.mean())
-        out[key + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    out["n"] = len(results)
-    return out
 
 
 def fmt_pm(mean: float, std: float, scale: float = 100.0) -> str:

@@ -34,32 +34,31 @@ ratio, so the plaintext value is unchanged:
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from privtrans.shared.activations import activation as shared_activation
 
+# the kinds, labels, freeDiv parents, c, the 2ReLU epsilon and the paper's constants are defined once,
+# in the torch-free module that SPU's environment also imports; here under the names this module's
+# callers use
+from .normalisers import C as QUAD_C  # 2Quad's shift c (MPCFormer, paper eq. 12)
+from .normalisers import DENOM_EPS as RELU_EPS  # 2ReLU: added to the (scaled) row sum, so 0 not 1/0
+from .normalisers import KINDS as ATTENTIONS
+from .normalisers import LABELS as _ATTENTION_LABELS
+from .normalisers import PAPER_FITS
+from .normalisers import PARENT as FREEDIV  # noqa: F401 - freeDiv variant -> the kind whose reciprocal it removes
 from .normalisers import UNSCALED  # noqa: F401 - Scaling reads QK^T, not QK^T/sqrt(d) (eq. 10)
 
-ATTENTIONS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
-FREEDIV = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}  # variant -> parent
 ACTIVATIONS = ("gelu", "relu", "quad")
-LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "Scaling",
-          "softmax_freediv": "Softmax freeDiv", "2quad_freediv": "2Quad freeDiv",
-          "gelu": "GeLU", "relu": "ReLU", "quad": "Quad"}
+LABELS = {**_ATTENTION_LABELS, "gelu": "GeLU", "relu": "ReLU", "quad": "Quad"}
 
-QUAD_C = 5.0          # 2Quad's shift c (MPCFormer, paper eq. 12)
 MASK_SHIFT = -30.0    # added to masked scores before the max (CrypTen's exp is valid down to ~-511)
 EXP_FLOOR = -511.0    # below this CrypTen's exp (1 + x/256)^256 is garbage (notes A.1)
 RECIP_MAX = 128.0     # above this CrypTen's Newton reciprocal is garbage (notes A.1)
-RELU_EPS = 1e-2       # 2ReLU: added to the (scaled) row sum so an all-negative row gives 0, not 1/0
 
-#: the paper's fitted constants f(n) = a * n**b (Fig. 6 and Fig. 7, verbatim)
-PAPER_CONSTANTS = {
-    "softmax": (0.9923937666772096, 0.333253253864762922),
-    "2quad": (84.07373758071103, 0.7174745255779887),
-}
+#: the paper's fitted constants f(n) = a * n**b (Fig. 6 and Fig. 7) as the (a, b) pairs the torch and
+#: CrypTen code take; the same numbers as ``normalisers.PAPER_FITS``
+PAPER_CONSTANTS = {k: (f.a, f.b) for k, f in PAPER_FITS.items()}
 
 
 def check_attention(kind: str) -> str:
@@ -74,13 +73,13 @@ def check_activation(kind: str) -> str:
     return kind
 
 
-def _is_secure(t) -> bool:
+def is_secure(t) -> bool:
     return hasattr(t, "get_plain_text")
 
 
 def _reciprocal_pos(s):
     """1/s for s > 0: CrypTen skips its sign comparison when told the input is positive."""
-    if _is_secure(s):
+    if is_secure(s):
         from privtrans.shared.mpc import compat
 
         with compat.module().cfg.temp_override({"functions.reciprocal_all_pos": True}):

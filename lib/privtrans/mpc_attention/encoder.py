@@ -56,7 +56,7 @@ class EncoderConfig:
 
 
 def _inv_sqrt(v):
-    return v.inv_sqrt() if A._is_secure(v) else v.rsqrt()
+    return v.inv_sqrt() if A.is_secure(v) else v.rsqrt()
 
 
 def layer_norm(x, g, b):

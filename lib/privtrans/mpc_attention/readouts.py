@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from privtrans.book.paired import paired_difference
-from privtrans.book.readouts import num, ratio
+from privtrans.book.readouts import mean, num, ratio
 
 from .attention import FREEDIV
 
@@ -81,9 +81,14 @@ def lan_seconds(group: dict) -> float:
     return latency(group["bytes"], group["rounds"], **NETWORKS["LAN"])
 
 
-def _mean(xs):
-    xs = [x for x in xs if x is not None]
-    return num(sum(xs) / len(xs)) if xs else None
+#: "keeps the original's accuracy within about a point" (Table 3): the student may be at most one
+#: point below (and, two-sided, above) its teacher
+KEPT_MARGIN = -0.01
+#: Scaling "drops sharply" (Table 2: 50.9 % on a two-class task): below 55 %, about the majority class
+COLLAPSED_BELOW = 0.55
+#: a teacher "learned" its task: accuracy 5 points over chance (0.5) on a two-class task, or a
+#: correlation over 0.1 on a regression task
+LEARNED_ACCURACY, LEARNED_CORRELATION = 0.55, 0.1
 
 
 def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds: list[int]) -> dict:
@@ -104,19 +109,19 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
     total = lan_seconds(g["Total"])
     n = len(seeds)
     return {
-        "seeds": list(seeds), "n_seeds": n, "teacher_metric": _mean(teacher_metrics),
-        "after": {k: _mean(v) for k, v in after.items()}, "before": {k: _mean(v) for k, v in before.items()},
-        "after_stage1": {k: _mean([v.get("after_stage1") for v in runs]) for k, runs in students.items()},
+        "seeds": list(seeds), "n_seeds": n, "teacher_metric": mean(teacher_metrics),
+        "after": {k: mean(v) for k, v in after.items()}, "before": {k: mean(v) for k, v in before.items()},
+        "after_stage1": {k: mean([v.get("after_stage1") for v in runs]) for k, runs in students.items()},
         "speedup_lan": speed, "speedup_loopback": loop,
         "best_speedup_lan": speed.get(best),
-        "best_minus_teacher": None if best not in after else _mean([a - t for a, t in zip(after[best], teacher_metrics)]),
+        "best_minus_teacher": None if best not in after else mean([a - t for a, t in zip(after[best], teacher_metrics)]),
         # "keeps the original's accuracy within about a point": student - teacher above -1 point
-        "kept": None if best not in after else paired_difference(after[best], teacher_metrics, margin=-0.01).as_dict(),
+        "kept": None if best not in after else paired_difference(after[best], teacher_metrics, margin=KEPT_MARGIN).as_dict(),
         # the same, two-sided (an equivalence test as two one-sided intervals, each against -1 point):
         # student - teacher > -0.01 (not a point worse) and teacher - student > -0.01 (not a point better)
         "kept_within": None if best not in after else {
-            "student − teacher": paired_difference(after[best], teacher_metrics, margin=-0.01).as_dict(),
-            "teacher − student": paired_difference(teacher_metrics, after[best], margin=-0.01).as_dict()},
+            "student − teacher": paired_difference(after[best], teacher_metrics, margin=KEPT_MARGIN).as_dict(),
+            "teacher − student": paired_difference(teacher_metrics, after[best], margin=KEPT_MARGIN).as_dict()},
         "best_over_scaling_lan": ratio(speed.get(best), speed.get("scaling+quad")),
         "best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
         # share of the converted model's LAN-model time per group, and the largest speed-up any
@@ -124,8 +129,8 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
         # what every scheme shares (embedding, linear layers, LayerNorm, the rest)
         "best_lan_share": {grp: ratio(lan_seconds(c), total) for grp, c in g.items() if grp != "Total"},
         "speedup_bound_lan": ratio(base, sum(lan_seconds(c) for grp, c in g.items() if grp not in REPLACED + ("Total",))),
-        "scaling_after": _mean(after.get("scaling+quad", [])),
-        "scaling_collapses": (paired_difference([0.55] * n, after["scaling+quad"]).as_dict()
+        "scaling_after": mean(after.get("scaling+quad", [])),
+        "scaling_collapses": (paired_difference([COLLAPSED_BELOW] * n, after["scaling+quad"]).as_dict()
                               if "scaling+quad" in after else None),
         "largest_nonlinear_after_conversion": max(nonlin, key=nonlin.get) if nonlin else None,
     }
@@ -136,8 +141,8 @@ def per_head_extension(all_layers: list, per_head: list) -> dict:
     same student, 2Quad-freeDiv + Quad, per seed); means and the paired interval of per-head − all."""
     a = [num(s["after_stage2"]) for s in all_layers]
     p = [num(s["after_stage2"]) for s in per_head]
-    return {"all_layers_before": _mean([s["before"] for s in all_layers]), "all_layers_after": _mean(a),
-            "per_head_before": _mean([s["before"] for s in per_head]), "per_head_after": _mean(p),
+    return {"all_layers_before": mean([s["before"] for s in all_layers]), "all_layers_after": mean(a),
+            "per_head_before": mean([s["before"] for s in per_head]), "per_head_after": mean(p),
             "per_head_minus_all_layers": paired_difference(p, a).as_dict()}
 
 
@@ -170,16 +175,16 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
 
     ``teachers``: {task: [teacher dict per seed]}; ``students``: {task: {"att+act": [student dict per seed]}}.
     """
-    metric = {k: _mean([t["metric"] for t in ts]) for k, ts in teachers.items()}
+    metric = {k: mean([t["metric"] for t in ts]) for k, ts in teachers.items()}
     regression = {k: ts[0].get("cfg", {}).get("n_out") == 1 for k, ts in teachers.items()}
     # a teacher "learned" its task: accuracy 5 points over chance (0.5), or correlation > 0.1
-    learned = {k: bool(metric[k] > (0.1 if regression[k] else 0.55)) for k in teachers}
+    learned = {k: bool(metric[k] > (LEARNED_CORRELATION if regression[k] else LEARNED_ACCURACY)) for k in teachers}
     out = {"seeds": list(seeds), "n_seeds": len(seeds), "teacher": metric, "before": {}, "after": {}, "raises": {},
            "raises_interval": {}, "near_chance": {}, "teachers_learned": learned, "conversion_seconds": {},
            "examples_x_epochs": {}, "freediv_gelu_minus_teacher": {}, "freediv_gelu_before_minus_teacher": {}}
     for task, ss in students.items():
-        out["before"][task] = {k: _mean([s["before"] for s in runs]) for k, runs in ss.items()}
-        out["after"][task] = {k: _mean([s["after_stage2"] for s in runs]) for k, runs in ss.items()}
+        out["before"][task] = {k: mean([s["before"] for s in runs]) for k, runs in ss.items()}
+        out["after"][task] = {k: mean([s["after_stage2"] for s in runs]) for k, runs in ss.items()}
         out["raises"][task] = {k: paired_difference([s["after_stage2"] for s in runs], [s["before"] for s in runs]).as_dict()
                                for k, runs in ss.items() if k.endswith("+quad")}
         # the table's compact form: [mean, lo, hi] of after − before per Quad student
@@ -198,7 +203,7 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
                 [s["before"] for s in fd], tm, margin=FREEDIV_BEFORE_MARGIN).as_dict()
         runs = ss.get("2quad_freediv+quad")
         if runs:
-            out["conversion_seconds"][task] = _mean([s["seconds"] for s in runs])
+            out["conversion_seconds"][task] = mean([s["seconds"] for s in runs])
             out["examples_x_epochs"][task] = int(runs[0]["examples_x_epochs"])
     # every pair of tasks with different work: more work took more time (equal work judges nothing)
     sec, work = out["conversion_seconds"], out["examples_x_epochs"]
@@ -210,8 +215,8 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
 
 def table1_spu(df: pd.DataFrame) -> dict:
     """Table 1 in SecretFlow SPU (``spu.normaliser_cost`` rows with LAN/WAN seconds added), per
-    protocol: freeDiv cheaper than its parent (rounds = send actions per party, bytes =
-    all parties' sent bytes), every replacement below Softmax, Softmax freeDiv against 2Quad."""
+    protocol: freeDiv cheaper than its parent (rounds as SPU's cost table counts them,
+    ``spu_worker.kernel_rounds``; bytes = all parties' sent bytes), every replacement below Softmax, Softmax freeDiv against 2Quad."""
     out = {}
     for protocol in sorted(df.protocol.unique()):
         d = df[df.protocol == protocol]

@@ -19,7 +19,6 @@ Table 7 is not trained with DP, so opacus's hooks are not needed here.
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import asdict, dataclass
 
 import torch
@@ -30,8 +29,8 @@ from privtrans.book import profiles
 from privtrans.book.runcache import RunCache
 
 from . import data as D
-from .pretrain import _shift, accuracy
-from .tangent import TangentLinear, _frozen
+from .pretrain import accuracy, one_cycle, shift
+from .tangent import TangentLinear, keep_frozen
 
 
 @dataclass(frozen=True)
@@ -83,8 +82,8 @@ class CNN(nn.Module):
 class TangentConv2d(nn.Module):
     def __init__(self, base: nn.Conv2d):
         super().__init__()
-        _frozen(self, "w0", base.weight)
-        _frozen(self, "b0", base.bias if base.bias is not None else torch.zeros(base.out_channels))
+        keep_frozen(self, "w0", base.weight)
+        keep_frozen(self, "b0", base.bias if base.bias is not None else torch.zeros(base.out_channels))
         self.stride, self.padding = base.stride, base.padding
         self.delta = nn.Conv2d(base.in_channels, base.out_channels, base.kernel_size, base.stride, base.padding)
         nn.init.zeros_(self.delta.weight)
@@ -101,10 +100,10 @@ class TangentBatchNorm2d(nn.Module):
     def __init__(self, base: nn.BatchNorm2d):
         super().__init__()
         c = base.num_features
-        _frozen(self, "mean", base.running_mean)
-        _frozen(self, "inv_std", torch.rsqrt(base.running_var + base.eps))
-        _frozen(self, "g0", base.weight)
-        _frozen(self, "beta0", base.bias)
+        keep_frozen(self, "mean", base.running_mean)
+        keep_frozen(self, "inv_std", torch.rsqrt(base.running_var + base.eps))
+        keep_frozen(self, "g0", base.weight)
+        keep_frozen(self, "beta0", base.bias)
         self.delta_weight = nn.Parameter(torch.zeros(c))
         self.delta_bias = nn.Parameter(torch.zeros(c))
 
@@ -188,29 +187,20 @@ def pretrain(spec: CNNSpec, seed: int) -> CNNBackbone:
     task = D.mnist5k()
     x, y = task.x_train, task.y_train
     cnn = CNN(spec.widths)
-    opt = torch.optim.AdamW(cnn.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
-    steps = (len(y) + spec.batch - 1) // spec.batch
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=spec.lr, total_steps=spec.epochs * steps)
-    history, t0 = [], time.perf_counter()
-    for epoch in range(spec.epochs):
-        cnn.train()
-        perm, total = torch.randperm(len(y), generator=g), 0.0
-        for i in range(0, len(y), spec.batch):
-            idx = perm[i:i + spec.batch]
-            loss = F.cross_entropy(cnn(_shift(x[idx], spec.shift, g)), y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += float(loss.detach()) * len(idx)
-        cnn.eval()
-        history.append({"epoch": epoch + 1, "train_loss": total / len(y), "val_acc": accuracy(cnn, task.x_test, task.y_test)})
+    history, seconds = one_cycle(cnn, list(cnn.parameters()), len(y), spec, g,
+                                 lambda idx: F.cross_entropy(cnn(shift(x[idx], spec.shift, g)), y[idx]),
+                                 lambda: accuracy(cnn, task.x_test, task.y_test))
     return CNNBackbone({k: v.detach().clone() for k, v in cnn.state_dict().items()}, asdict(spec),
-                       history[-1]["val_acc"], time.perf_counter() - t0, history)
+                       history[-1]["val_acc"], seconds, history)
 
 
 def get_backbone(spec: CNNSpec, seed: int = 0, cache: RunCache | None = None) -> tuple[CNNBackbone, bool]:
     """(backbone, cached): from the run cache, pretrained on a miss."""
     cache = cache or RunCache("taft")
     return cache.get_or_make("cnn_backbone", {"spec": asdict(spec), "seed": seed},
-                             lambda: pretrain(spec, seed), code=[__name__, D])
+                             lambda: pretrain(spec, seed), code=[__name__])
+
+
+def backbone_key(spec: CNNSpec, seed: int, cache: RunCache) -> str:
+    """The CNN backbone's cache key, carried by every fine-tune trained from it."""
+    return cache.key({"spec": asdict(spec), "seed": seed}, code=[__name__])

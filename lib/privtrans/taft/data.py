@@ -50,7 +50,7 @@ class Task:
                 f"(stands for {self.stands_for})")
 
 
-def _standardise(images01: np.ndarray) -> torch.Tensor:
+def standardise(images01: np.ndarray) -> torch.Tensor:
     return ((torch.as_tensor(images01, dtype=torch.float32) - MEAN) / STD).reshape(-1, 1, SIDE, SIDE)
 
 
@@ -72,7 +72,7 @@ def mnist5k(n_val_per_class: int = 50) -> Task:
         arr = np.loadtxt(f, delimiter=",", dtype=np.float32)
     x, y = arr[:, :-1] / 255.0, arr[:, -1].astype(np.int64)  # label in the LAST column
     xtr, ytr, xte, yte = _split(x, y, n_val_per_class, np.random.default_rng(SPLIT_SEED))
-    return Task("mnist5k", _standardise(xtr), torch.as_tensor(ytr), _standardise(xte), torch.as_tensor(yte), 10,
+    return Task("mnist5k", standardise(xtr), torch.as_tensor(ytr), standardise(xte), torch.as_tensor(yte), 10,
                 "ImageNet-21k (pretraining)")
 
 
@@ -86,7 +86,7 @@ def digits(n_test_per_class: int = 54) -> Task:
     framed = F.pad(big, (4, 4, 4, 4)).reshape(len(big), -1).numpy()
     xtr, ytr, xte, yte = _split(framed, d.target.astype(np.int64), n_test_per_class,
                                 np.random.default_rng(SPLIT_SEED))
-    return Task("digits", _standardise(xtr), torch.as_tensor(ytr), _standardise(xte), torch.as_tensor(yte), 10,
+    return Task("digits", standardise(xtr), torch.as_tensor(ytr), standardise(xte), torch.as_tensor(yte), 10,
                 "near datasets (Caltech-256, MIT-67, Pets, Dogs, CUB)")
 
 
@@ -131,7 +131,7 @@ def letters(train_per_class: int = 60, test_per_class: int = 30, classes: int = 
     chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:classes]
     x, y = render_glyphs(chars, train_per_class + test_per_class, np.random.default_rng(SPLIT_SEED))
     xtr, ytr, xte, yte = _split(x, y, test_per_class, np.random.default_rng(SPLIT_SEED))
-    return Task("letters", _standardise(xtr), torch.as_tensor(ytr), _standardise(xte), torch.as_tensor(yte),
+    return Task("letters", standardise(xtr), torch.as_tensor(ytr), standardise(xte), torch.as_tensor(yte),
                 classes, "far datasets (FGVC-Aircraft, Stanford Cars)")
 
 
@@ -170,7 +170,7 @@ def textures(train_per_class: int = 100, test_per_class: int = 40) -> Task:
     x = np.stack([texture(k, rng).reshape(-1) for k in range(len(TEXTURE_CLASSES)) for _ in range(n)])
     y = np.repeat(np.arange(len(TEXTURE_CLASSES)), n)
     xtr, ytr, xte, yte = _split(x, y, test_per_class, np.random.default_rng(SPLIT_SEED))
-    return Task("textures", _standardise(xtr), torch.as_tensor(ytr), _standardise(xte), torch.as_tensor(yte),
+    return Task("textures", standardise(xtr), torch.as_tensor(ytr), standardise(xte), torch.as_tensor(yte),
                 len(TEXTURE_CLASSES), "DTD (Describable Textures)")
 
 

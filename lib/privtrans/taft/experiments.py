@@ -22,17 +22,15 @@ from functools import partial
 import numpy as np
 import torch
 
-from privtrans.book import profiles, workers
-from privtrans.book.paired import seeds  # noqa: F401  (the notebooks call X.seeds)
+from privtrans.book import workers
 from privtrans.book.runcache import RunCache
 
-from . import compose, data, finetune, losses, peft, tangent, vit as vit_module
-from .finetune import FitSpec
-from .pretrain import PretrainSpec, get_backbone
+from . import compose, data, finetune
+from .finetune import FitSpec, describe, spec_from  # noqa: F401 (the notebooks call X.spec_from)
+from .pretrain import PretrainSpec, backbone_key, get_backbone
 
-CODE = [finetune, peft, tangent, vit_module, losses, data, compose]
-# a fine-tuning run's key: its result may come from the seeds trained together (fit_runs_together)
-FIT_CODE = CODE + ["privtrans.shared.seeds_together"]
+# the code of a cached run: this module and every privtrans module it imports (runcache.source_fingerprint)
+CODE = [__name__]
 
 
 def set_threads(n: int = 1) -> None:
@@ -74,7 +72,8 @@ class Bench:
         self.features(name, self.cut(spec))
 
     def key_parts(self, name: str) -> dict:
-        return {"backbone": asdict(self.spec), "backbone_seed": self.backbone_seed, "task": name,
+        return {"backbone": asdict(self.spec), "backbone_seed": self.backbone_seed,
+                "backbone_key": backbone_key(self.spec, self.backbone_seed, self.cache), "task": name,
                 "task_cfg": self.task_cfg.get(name) or {}, "train_per_class": self.train_per_class}
 
     def cut(self, spec: FitSpec) -> int:
@@ -98,13 +97,13 @@ class Bench:
             r = finetune.fit(m, x, y, spec, seed, classes=classes)
             return self._fit_record(m, r, xt, yt, len(y))
 
-        out, _ = self.cache.get_or_make("fit", self.fit_parts(name, spec, seed, split), make, code=FIT_CODE)
+        out, _ = self.cache.get_or_make("fit", self.fit_parts(name, spec, seed, split), make, code=CODE)
         return out
 
     def missing_seeds(self, name: str, spec: FitSpec, seeds: list[int], split: str = "test") -> list[int]:
         """The seeds (in order, once each) whose ``fit_run`` is not in the cache yet."""
         return [s for s in dict.fromkeys(seeds)
-                if self.cache.get("fit", self.cache.key(self.fit_parts(name, spec, s, split), FIT_CODE)) is None]
+                if self.cache.get("fit", self.cache.key(self.fit_parts(name, spec, s, split), CODE)) is None]
 
     def fit_runs_together(self, name: str, spec: FitSpec, seeds: list[int], split: str = "test") -> list[dict]:
         """``[fit_run(name, spec, s, split) for s in seeds]``, the missing seeds trained together
@@ -119,7 +118,7 @@ class Bench:
             results = finetune.fit_together(models, x, y, spec, todo, classes=classes)
             for s, m, r in zip(todo, models, results):
                 parts = self.fit_parts(name, spec, s, split)
-                self.cache.put("fit", self.cache.key(parts, FIT_CODE), self._fit_record(m, r, xt, yt, len(y)), parts)
+                self.cache.put("fit", self.cache.key(parts, CODE), self._fit_record(m, r, xt, yt, len(y)), parts)
                 self.cache.misses += 1
         return [self.fit_run(name, spec, s, split) for s in seeds]
 
@@ -144,7 +143,7 @@ class Bench:
             return {"accuracy": r.accuracy, "sigma": r.sigma, "seconds": r.seconds}
 
         out, _ = self.cache.get_or_make("dp", {**self.key_parts(name), "method": method, "regime": regime,
-                                               "dp": asdict(spec), "seed": seed}, make, code=CODE + ["privtrans.taft.dp"])
+                                               "dp": asdict(spec), "seed": seed}, make, code=CODE)
         return out
 
 
@@ -190,20 +189,20 @@ def dp_runs(bench: Bench, jobs: list[tuple], progress=None) -> list[dict]:
     return [bench.dp_run(*job) for job in jobs]
 
 
+def bench(cfg: dict) -> Bench:
+    """The backbone and tasks of an experiment's settings (``backbone``, ``backbone_seed``,
+    ``task_cfg``, ``train_per_class``), in a process with one torch thread."""
+    set_threads(1)
+    return Bench(cfg["backbone"], cfg["backbone_seed"], cfg["task_cfg"], cfg["train_per_class"])
+
+
 def benches(backbones: dict, backbone_seed: int, task_cfg: dict, train_per_class, progress=None) -> dict:
     """{name: Bench} for several backbone settings, the missing backbones pretrained on every core."""
+    set_threads(1)
     cache = RunCache("taft")
     workers.in_parallel([partial(get_backbone, PretrainSpec.from_cfg(b), backbone_seed, cache) for b in backbones.values()],
                         progress=progress)
     return {name: Bench(b, backbone_seed, task_cfg, train_per_class) for name, b in backbones.items()}
-
-
-def spec_from(cfg: dict, **over) -> FitSpec:
-    """A FitSpec from a profile mapping (lists become tuples) with overrides."""
-    d = dict(cfg, **over)
-    if "decay_at" in d:
-        d["decay_at"] = tuple(d["decay_at"])
-    return profiles.build(FitSpec, d, "fine-tuning")
 
 
 def timed(fn, *a, **kw):
@@ -212,13 +211,12 @@ def timed(fn, *a, **kw):
     return out, time.perf_counter() - t0
 
 
-def accuracy_of(pred: torch.Tensor, y: torch.Tensor) -> float:
-    return float((pred == y).float().mean())
-
-
-def mean_sd(values) -> tuple[float, float | None]:
-    v = np.asarray(values, dtype=float)
-    return float(v.mean()), (float(v.std(ddof=1)) if len(v) > 1 else None)
+def mean_sd_table(runs, index, columns, value: str = "accuracy"):
+    """The tables of our numbers beside the paper's: mean and sd over seeds of ``value`` in points
+    (×100, one decimal), one row per ``index``, a (mean, sd) column pair per ``columns``."""
+    keys = ([index] if isinstance(index, str) else list(index)) + [columns]
+    return (runs.groupby(keys)[value].agg(["mean", "std"]).mul(100).round(1)
+            .reset_index().pivot(index=index, columns=columns))
 
 
 def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[int], seeds: list[int],
@@ -339,8 +337,6 @@ def variant_runs(bench: Bench, base: dict, variants: dict, seeds: list[int], pro
     variant ({name: overrides of the spec}), a cached run per seed on the test split. Returns rows
     (task, variant, seed, accuracy, delta_norm, config) as a DataFrame."""
     import pandas as pd
-
-    from .selection import describe
 
     jobs = [(t, v, s) for t in base for v in variants for s in seeds]
     fit_runs(bench, [(t, base[t].with_(**variants[v]), s, "test") for t, v, s in jobs], progress)

@@ -23,6 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import vmap
 
+from privtrans.book import profiles
+
 from . import peft
 from .losses import LOSSES, l2_norm_penalty, loss_fn
 from .tangent import TangentViT
@@ -71,6 +73,25 @@ class FitSpec:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def spec_from(cfg: dict, **over) -> FitSpec:
+    """A FitSpec from a profile mapping (lists become tuples) with overrides."""
+    d = dict(cfg, **over)
+    if "decay_at" in d:
+        d["decay_at"] = tuple(d["decay_at"])
+    return profiles.build(FitSpec, d, "fine-tuning")
+
+
+def describe(spec: FitSpec) -> str:
+    """A spec in the paper's Table 4-6 notation (LR, κ, PT, CLS)."""
+    parts = [f"LR={spec.lr:g}"]
+    if spec.method == "taft":
+        parts += [f"κ={spec.kappa:g}" if spec.loss == "rsl" else spec.loss.upper(), f"PT={'T' if spec.pt else 'F'}",
+                  f"CLS={'T' if spec.cls else 'F'}"]
+    if spec.method in ("adapter", "lora"):
+        parts.append(f"r={spec.rank}")
+    return ", ".join(parts)
 
 
 def task_vit(vit: ViT, classes: int, *, tuned: int, pt: bool, init_seed: int) -> ViT:

@@ -69,11 +69,38 @@ class Backbone:
         return vit.eval().requires_grad_(False)
 
 
-def _shift(x: torch.Tensor, s: int, g: torch.Generator) -> torch.Tensor:
+def shift(x: torch.Tensor, s: int, g: torch.Generator) -> torch.Tensor:
+    """The pretraining's only augmentation: the whole batch rolled by one random (dx, dy) in [-s, s]."""
     if s == 0:
         return x
     dx, dy = (int(v) for v in torch.randint(-s, s + 1, (2,), generator=g))
     return torch.roll(x, shifts=(dy, dx), dims=(2, 3))
+
+
+def one_cycle(model: nn.Module, params: list, n: int, spec, g: torch.Generator, step_loss, evaluate):
+    """The backbones' pretraining loop (the ViT's and the CNN's): AdamW with a one-cycle schedule over
+    ``spec.epochs`` epochs of batches ``spec.batch`` drawn from a permutation of ``n`` examples by
+    ``g``; ``step_loss(idx)`` is a batch's loss, ``evaluate()`` the epoch's validation accuracy.
+    Returns (per-epoch history, seconds)."""
+    opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
+    steps_per_epoch = (n + spec.batch - 1) // spec.batch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=spec.lr, total_steps=spec.epochs * steps_per_epoch)
+    history, t0 = [], time.perf_counter()
+    for epoch in range(spec.epochs):
+        model.train()
+        perm = torch.randperm(n, generator=g)
+        total = 0.0
+        for i in range(0, n, spec.batch):
+            idx = perm[i:i + spec.batch]
+            loss = step_loss(idx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach()) * len(idx)
+        model.eval()
+        history.append({"epoch": epoch + 1, "train_loss": total / n, "val_acc": evaluate()})
+    return history, time.perf_counter() - t0
 
 
 class MAEDecoder(nn.Module):
@@ -121,7 +148,7 @@ def accuracy(vit: ViT, x: torch.Tensor, y: torch.Tensor, batch: int = 500) -> fl
 
 def glyph_digits(per_class: int) -> tuple[torch.Tensor, torch.Tensor]:
     x, y = D.render_glyphs("0123456789", per_class, np.random.default_rng(D.SPLIT_SEED + 1))
-    return D._standardise(x), torch.as_tensor(y)
+    return D.standardise(x), torch.as_tensor(y)
 
 
 def pretrain(spec: PretrainSpec, seed: int) -> Backbone:
@@ -139,34 +166,25 @@ def pretrain(spec: PretrainSpec, seed: int) -> Backbone:
     if spec.scheme == "mae":
         dec = MAEDecoder(spec.vit_config())
         params += list(dec.parameters())
-    opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
-    steps_per_epoch = (len(y) + spec.batch - 1) // spec.batch
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=spec.lr, total_steps=spec.epochs * steps_per_epoch)
-    history, t0 = [], time.perf_counter()
-    for epoch in range(spec.epochs):
-        vit.train()
-        perm = torch.randperm(len(y), generator=g)
-        total = 0.0
-        for i in range(0, len(y), spec.batch):
-            idx = perm[i:i + spec.batch]
-            xb = _shift(x[idx], spec.shift, g)
-            loss = mae_loss(vit, dec, xb, spec.mask_ratio, g) if dec is not None else F.cross_entropy(vit(xb), y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += float(loss.detach()) * len(idx)
-        vit.eval()
-        history.append({"epoch": epoch + 1, "train_loss": total / len(y),
-                        "val_acc": accuracy(vit, task.x_test, task.y_test) if dec is None else None})
+
+    def step_loss(idx):
+        xb = shift(x[idx], spec.shift, g)
+        return mae_loss(vit, dec, xb, spec.mask_ratio, g) if dec is not None else F.cross_entropy(vit(xb), y[idx])
+
+    history, seconds = one_cycle(vit, params, len(y), spec, g, step_loss,
+                                 lambda: accuracy(vit, task.x_test, task.y_test) if dec is None else None)
     return Backbone({k: v.detach().clone() for k, v in vit.state_dict().items()}, asdict(spec),
-                    history[-1]["val_acc"], time.perf_counter() - t0, history)
+                    history[-1]["val_acc"], seconds, history)
 
 
 def get_backbone(spec: PretrainSpec, seed: int = 0, cache: RunCache | None = None) -> tuple[Backbone, bool]:
     """(backbone, cached): from the run cache, pretrained on a miss."""
-    from . import vit as vit_module
-
     cache = cache or RunCache("taft")
     return cache.get_or_make("backbone", {"spec": asdict(spec), "seed": seed},
-                             lambda: pretrain(spec, seed), code=[__name__, vit_module, D])
+                             lambda: pretrain(spec, seed), code=[__name__])
+
+
+def backbone_key(spec: PretrainSpec, seed: int, cache: RunCache) -> str:
+    """The backbone's cache key: every artefact trained from it carries it, so a retrained backbone
+    is never served old fine-tunes."""
+    return cache.key({"spec": asdict(spec), "seed": seed}, code=[__name__])

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from privtrans.book.paired import paired_difference
-from privtrans.book.readouts import mean, num, ratio as ratio_of
+from privtrans.book.readouts import mean, num, ratio as ratio_of, strict
 
 NEAR, FAR = "digits", "letters"
 
@@ -102,9 +102,9 @@ def composition(runs: pd.DataFrame, max_abs_diff: float | None) -> dict:
     held = [c["held"] for c in out["cells"].values()]
     out["taft_beats_soup_cells"] = sum(h is True for h in held)
     out["cells_total"] = len(held)
-    out["taft_beats_soup_everywhere"] = None if any(h is None for h in held) else all(held)
+    out["taft_beats_soup_everywhere"] = strict(all, held)
     growth = [g["held"] for g in out["growth"].values()]
-    out["gap_grows_everywhere"] = None if any(h is None for h in growth) else all(growth)
+    out["gap_grows_everywhere"] = strict(all, growth)
     return out
 
 
@@ -131,7 +131,7 @@ def table11_peft(runs: pd.DataFrame) -> dict:
         key = m.lower()
         out[f"taft_beats_{key}_cells"] = sum(h is True for h in held)
         out[f"{key}_cells_total"] = len(held)
-        out[f"taft_beats_{key}_everywhere"] = None if not held or any(h is None for h in held) else all(held)
+        out[f"taft_beats_{key}_everywhere"] = strict(all, held)
     return out
 
 
@@ -178,9 +178,9 @@ def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtr
     out["drop_at_half_mean"] = mean(list(out["drop_at_half"].values()))
     out["margin"] = margin
     w = [v["held"] for v in out.get("within_margin_at_half", {}).values()]
-    out["forgetting_costs_little_everywhere"] = None if not w or any(h is None for h in w) else all(w)
+    out["forgetting_costs_little_everywhere"] = strict(all, w)
     held = [v["held"] for v in out["taft_minus_sisa"].values()]
-    out["taft_beats_sisa_everywhere"] = None if any(h is None for h in held) else all(held)
+    out["taft_beats_sisa_everywhere"] = strict(all, held)
     out["taft_minus_sisa_mean"] = mean([v["mean"] for v in out["taft_minus_sisa"].values()])
     if retrain is not None and len(retrain):
         rs = _seeds(retrain)
@@ -201,7 +201,7 @@ def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtr
             s = sel[sel.method == "TAFT shard retraining"].shard_seconds.mean()
             speed[t] = None if not (p > 0 and s > 0) else float(p / s)
         c = [v["held"] for v in out["retrained_within_margin"].values()]
-        out["retrained_near_paragon_everywhere"] = None if any(h is None for h in c) else all(c)
+        out["retrained_near_paragon_everywhere"] = strict(all, c)
         # the paper's "only a 6.2 % drop in accuracy after unlearning 50 %" names no data set: the same
         # on each seed's mean over the tasks
         out["retrained_minus_full_mean"] = paired_difference(_avg(*attops), _avg(*at0s),
@@ -244,8 +244,7 @@ def dp_finetuning(runs: pd.DataFrame) -> dict:
     return {"seeds": seeds, "cells": cells, "ours_beats_nlft_cells": sum(h is True for h in held),
             "cells_total": len(held), "ours_beats_nlft_share": len(held) and sum(h is True for h in held) / len(held),
             "full_gap_shrinks": shrink,
-            "full_gap_shrinks_everywhere": None if not shrink or any(v["held"] is None for v in shrink.values())
-            else all(v["held"] for v in shrink.values()),
+            "full_gap_shrinks_everywhere": strict(all, [v["held"] for v in shrink.values()]),
             "full_gap_eps_min": {t: mean(full_gap[(t, eps[0])]) for t in shrink},
             "ours_full_by_eps": means, "ours_monotone_in_eps": all(mono) if mono else None,
             "fc_minus_full_nlft": fc_vs_full,
@@ -281,7 +280,7 @@ def fig4_weight_change(curves: dict, max_spread: float) -> dict:
                     "spread": spread, "n": len(c) + 1}
         ok.append(None if spread is None else spread <= max_spread)
     return {"tasks": tasks, "max_spread": max_spread,
-            "decays_like_one_over_n": None if any(v is None for v in ok) else all(ok)}
+            "decays_like_one_over_n": strict(all, ok)}
 
 
 def cost(times: pd.DataFrame) -> dict:
@@ -317,18 +316,23 @@ def fig2_ablations(runs: pd.DataFrame, far: str = FAR) -> dict:
             "cls_minus_plain_far": _variant_gap(runs, "CLS=T", "RSL", tasks=[far])}
 
 
-def table12_pgd(runs: pd.DataFrame) -> dict:
-    """``runs``: (task, variant, seed, accuracy, delta_norm) for variants '<loss> R=<r>'."""
+def pgd_variant(loss: str, radius: float) -> str:
+    """Table 12's name of a projected-GD variant: the loss and the ball's radius ("RSL R=0.5")."""
+    return f"{loss.upper()} R={radius:g}"
+
+
+def table12_pgd(runs: pd.DataFrame, radii) -> dict:
+    """``runs``: (task, variant, seed, accuracy, delta_norm) for the variants ``pgd_variant(loss, r)``
+    of the losses CE and RSL at every radius r in ``radii``."""
     seeds = _seeds(runs)
-    radii = sorted({float(v.split("R=")[1]) for v in runs.variant.unique()})
-    lo, hi = f"R={radii[0]:g}", f"R={radii[-1]:g}"
+    radii = sorted(float(r) for r in radii)
     norms = runs.groupby("variant").delta_norm.mean().to_dict()
     return {"seeds": seeds, "radii": radii,
             "accuracy": {t: {v: mean(per_seed(runs, seeds, task=t, variant=v)) for v in sorted(runs.variant.unique())}
                          for t in sorted(runs.task.unique())},
             "delta_norm": {k: num(v) for k, v in norms.items()},
-            "rsl_minus_ce_small_r": _variant_gap(runs, f"RSL {lo}", f"CE {lo}"),
-            "ce_minus_rsl_large_r": _variant_gap(runs, f"CE {hi}", f"RSL {hi}")}
+            "rsl_minus_ce_small_r": _variant_gap(runs, pgd_variant("rsl", radii[0]), pgd_variant("ce", radii[0])),
+            "ce_minus_rsl_large_r": _variant_gap(runs, pgd_variant("ce", radii[-1]), pgd_variant("rsl", radii[-1]))}
 
 
 def table9_pretraining(runs: pd.DataFrame) -> dict:

@@ -13,8 +13,8 @@ import itertools
 
 import pandas as pd
 
-from .experiments import Bench, fit_runs, spec_from
-from .finetune import FitSpec
+from .experiments import Bench, fit_runs
+from .finetune import FitSpec, describe, spec_from  # noqa: F401 (the notebooks call selection.describe)
 
 
 def grid_specs(method_cfg: dict, schedule: dict) -> list[FitSpec]:
@@ -25,17 +25,6 @@ def grid_specs(method_cfg: dict, schedule: dict) -> list[FitSpec]:
     keys = sorted(grid)
     return [spec_from({**schedule, **fixed, **dict(zip(keys, combo))})
             for combo in itertools.product(*(grid[k] for k in keys))]
-
-
-def describe(spec: FitSpec) -> str:
-    """A spec in the paper's Table 4-6 notation (LR, κ, PT, CLS)."""
-    parts = [f"LR={spec.lr:g}"]
-    if spec.method == "taft":
-        parts += [f"κ={spec.kappa:g}" if spec.loss == "rsl" else spec.loss.upper(), f"PT={'T' if spec.pt else 'F'}",
-                  f"CLS={'T' if spec.cls else 'F'}"]
-    if spec.method in ("adapter", "lora"):
-        parts.append(f"r={spec.rank}")
-    return ", ".join(parts)
 
 
 def select(bench: Bench, task: str, specs: list[FitSpec], seed: int) -> tuple[FitSpec, pd.DataFrame]:

@@ -24,15 +24,16 @@ from torch import nn
 from .vit import ViT
 
 
-def _frozen(module: nn.Module, name: str, value: torch.Tensor):
+def keep_frozen(module: nn.Module, name: str, value: torch.Tensor):
+    """Hold ``value`` on ``module`` as a buffer: saved with it, never trained (the tangent point w0)."""
     module.register_buffer(name, value.detach().clone())
 
 
 class TangentLinear(nn.Module):
     def __init__(self, base: nn.Linear):
         super().__init__()
-        _frozen(self, "w0", base.weight)
-        _frozen(self, "b0", base.bias if base.bias is not None else torch.zeros(base.out_features))
+        keep_frozen(self, "w0", base.weight)
+        keep_frozen(self, "b0", base.bias if base.bias is not None else torch.zeros(base.out_features))
         self.delta = nn.Linear(base.in_features, base.out_features)
         nn.init.zeros_(self.delta.weight)
         nn.init.zeros_(self.delta.bias)
@@ -45,8 +46,8 @@ class TangentLayerNorm(nn.Module):
     def __init__(self, base: nn.LayerNorm):
         super().__init__()
         self.eps = base.eps
-        _frozen(self, "g0", base.weight)
-        _frozen(self, "beta0", base.bias)
+        keep_frozen(self, "g0", base.weight)
+        keep_frozen(self, "beta0", base.bias)
         self.delta = nn.LayerNorm(base.normalized_shape, eps=base.eps)
         nn.init.zeros_(self.delta.weight)
         nn.init.zeros_(self.delta.bias)

@@ -81,15 +81,15 @@ class DecoderBlock(Block):
         if cfg.attention == "constant":
             C = self.cross_constant(start + n, s)[:, start:]
             src = enc if cfg.merged else self.kv_x(enc)[..., cfg.d_model:]
-            mixed = self._merge_heads(C.unsqueeze(0) @ self._heads(src))
+            mixed = self.merge_heads(C.unsqueeze(0) @ self.split_heads(src))
             if cfg.merged:
                 return x + self.wx(mixed)
             return self.norm_x(self.proj_x(mixed) + x)
         k, v = self.kv_x(enc).split(cfg.d_model, dim=-1)
-        scores = self._heads(self.q_x(x)) @ self._heads(k).transpose(-1, -2) / cfg.d_head ** 0.5
+        scores = self.split_heads(self.q_x(x)) @ self.split_heads(k).transpose(-1, -2) / cfg.d_head ** 0.5
         probs = attention_probs(cfg.attention, scores, torch.ones(n, s, device=x.device),
                                 getattr(self, "thex_wx", None), cfg.sf2quad_c)
-        return self.norm_x(self.proj_x(self._merge_heads(probs @ self._heads(v))) + x)
+        return self.norm_x(self.proj_x(self.merge_heads(probs @ self.split_heads(v))) + x)
 
     def forward(self, x, enc):
         u = self.attend(x) if self.cfg.merged else self.norm1(self.attend(x) + x)

@@ -231,11 +231,11 @@ class Block(nn.Module):
         logits = self.c_logits[:, :t, :t] + (1.0 - m) * -1e9
         return torch.softmax(logits, dim=-1) * m
 
-    def _heads(self, x):  # (B, T, d) -> (B, H, T, dh)
+    def split_heads(self, x):  # (B, T, d) -> (B, H, T, dh)
         B, T, _ = x.shape
         return x.view(B, T, self.cfg.n_heads, self.cfg.d_head).transpose(1, 2)
 
-    def _merge_heads(self, x):
+    def merge_heads(self, x):
         B, H, T, dh = x.shape
         return x.transpose(1, 2).reshape(B, T, H * dh)
 
@@ -243,15 +243,15 @@ class Block(nn.Module):
         cfg = self.cfg
         T = x.shape[1]
         if cfg.merged:
-            return self.w0(self._merge_heads(self.constant_attention(T) @ self._heads(x)))
+            return self.w0(self.merge_heads(self.constant_attention(T) @ self.split_heads(x)))
         q, k, v = self.qkv(x).split(cfg.d_model, dim=-1)
         if cfg.attention == "constant":
             probs = self.constant_attention(T).unsqueeze(0)
         else:
-            scores = self._heads(q) @ self._heads(k).transpose(-1, -2) / math.sqrt(cfg.d_head)
+            scores = self.split_heads(q) @ self.split_heads(k).transpose(-1, -2) / math.sqrt(cfg.d_head)
             probs = attention_probs(cfg.attention, scores, self.mask(T).to(x.device),
                                     getattr(self, "thex_w", None), cfg.sf2quad_c)
-        return self.proj(self._merge_heads(probs @ self._heads(v)))
+        return self.proj(self.merge_heads(probs @ self.split_heads(v)))
 
     def forward(self, x):
         u = self.attend(x) if self.cfg.merged else self.norm1(self.attend(x) + x)
@@ -369,7 +369,7 @@ def unmerged_reference(block: Block, x, residual_through_c: bool = True, shared_
     if shared_c:
         C = C[:1].expand_as(C)
     q, k, v = block.qkv(x).split(d, dim=-1)
-    head_mix = lambda y: block._merge_heads(C.unsqueeze(0) @ block._heads(y))  # noqa: E731
+    head_mix = lambda y: block.merge_heads(C.unsqueeze(0) @ block.split_heads(y))  # noqa: E731
     w_d, b_d = block.proj.weight.T, block.proj.bias
     if shared_c:  # one C for all heads: the sequence mix commutes with every feature map
         mixed_v, mixed_x = C[0] @ v, C[0] @ x

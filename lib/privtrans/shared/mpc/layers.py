@@ -50,7 +50,7 @@ def _owner(cr, src: int) -> int:
     return min(src, cr.communicator.get().get_world_size() - 1)
 
 
-def _enc(cr, t, src=SERVER):
+def encrypt(cr, t, src=SERVER):
     return cr.cryptensor(t.detach().to(torch.float32).cpu(), src=_owner(cr, src))
 
 
@@ -66,16 +66,16 @@ class SecureGPT:
         self.meter = meter or NullMeter()
         cr = self.cr
         with torch.no_grad():
-            self.wte = _enc(cr, model.wte.weight)          # (V, d) embedding table
-            self.wte_t = _enc(cr, model.wte.weight.T)      # (d, V) tied LM head (shared separately)
-            self.wpe = _enc(cr, model.wpe.weight)          # (max_len, d)
+            self.wte = encrypt(cr, model.wte.weight)          # (V, d) embedding table
+            self.wte_t = encrypt(cr, model.wte.weight.T)      # (d, V) tied LM head (shared separately)
+            self.wpe = encrypt(cr, model.wpe.weight)          # (max_len, d)
             self.blocks = [self._share_block(blk) for blk in model.blocks]
 
     def _share(self, m) -> tuple:
         """Shares of a Linear as (W^T, b) or of a Norm as (g, b): the pairs ``linear`` / ``norm`` take."""
         with torch.no_grad():
             w = m.weight.T if isinstance(m, torch.nn.Linear) else m.weight
-            return _enc(self.cr, w), _enc(self.cr, m.bias)
+            return encrypt(self.cr, w), encrypt(self.cr, m.bias)
 
     def _share_block(self, blk) -> dict:
         """Secret shares of one block's weights (C at full length: causal rows do not depend on it)."""
@@ -87,9 +87,9 @@ class SecureGPT:
             p["qkv"], p["proj"], p["norm1"] = self._share(blk.qkv), self._share(blk.proj), self._share(blk.norm1)
         with torch.no_grad():
             if cfg.attention == "constant" and blk.causal:
-                p["C"] = _enc(cr, blk.constant_attention(cfg.max_len))  # (H, L, L), precomputed
+                p["C"] = encrypt(cr, blk.constant_attention(cfg.max_len))  # (H, L, L), precomputed
             if cfg.attention == "thex":
-                p["thex_w"] = _enc(cr, blk.thex_w)
+                p["thex_w"] = encrypt(cr, blk.thex_w)
         p["fc_in"], p["fc_out"], p["norm2"] = self._share(blk.fc_in), self._share(blk.fc_out), self._share(blk.norm2)
         return p
 

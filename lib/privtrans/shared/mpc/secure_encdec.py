@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from .layers import SecureGPT, _enc
+from .layers import SecureGPT, encrypt
 from privtrans.shared.models.plain_encdec import TinyEncDec
 
 
@@ -34,7 +34,7 @@ class SecureEncDec(SecureGPT):
         super().__init__(model, meter, **kwargs)
         cr = self.cr
         with torch.no_grad():
-            self.wpe_src = _enc(cr, model.wpe_src.weight)
+            self.wpe_src = encrypt(cr, model.wpe_src.weight)
             self.enc_blocks = [self._share_block(b) for b in model.enc_blocks]
         self.n_target = 0
 
@@ -50,7 +50,7 @@ class SecureEncDec(SecureGPT):
                 x[name] = self._share(getattr(blk, name))
         if self.cfg.attention == "thex":
             with torch.no_grad():
-                x["thex_w"] = _enc(self.cr, blk.thex_wx)
+                x["thex_w"] = encrypt(self.cr, blk.thex_wx)
         p["cross"] = x
         return p
 
@@ -69,14 +69,14 @@ class SecureEncDec(SecureGPT):
         for p, blk in zip(self.enc_blocks, self.model.enc_blocks):
             if cfg.attention == "constant":
                 with torch.no_grad():
-                    p["C"] = _enc(cr, blk.constant_attention(S))
+                    p["C"] = encrypt(cr, blk.constant_attention(S))
             e = self.block(p, e, {}, causal=False)
         d = cfg.d_model
         for p in self.blocks:
             x, blk = p["cross"], p["cross"]["module"]
             if cfg.attention == "constant":
                 with torch.no_grad():
-                    C = _enc(cr, blk.cross_constant(n_target, S))  # (H, N, S)
+                    C = encrypt(cr, blk.cross_constant(n_target, S))  # (H, N, S)
                 if cfg.merged:
                     with self.meter("Linear"):
                         mixed = self._merge(C.matmul(self._heads(e)))
