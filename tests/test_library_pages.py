@@ -20,7 +20,7 @@ def test_one_page_per_module_with_its_source_and_definitions(tmp_path):
     assert names == ["privtrans", "privtrans.taft", "privtrans.taft.readouts"]
     page = (tmp_path / "book" / "_library" / "privtrans.taft.readouts.md").read_text()
     assert "```{literalinclude} /lib/privtrans/taft/readouts.py" in page and ":lineno-match:" in page
-    assert "{ref}`cost <lib-privtrans.taft.readouts.cost>` (line 4), {ref}`Row <lib-privtrans.taft.readouts.Row>` (line 8)" in page
+    assert "{ref}`cost <lib-privtrans.taft.readouts.cost>` (line 4), {ref}`Row <lib-privtrans.taft.readouts.-row>` (line 8)" in page
     # one labelled section per definition; together the sections show every line once
     assert "(lib-privtrans.taft.readouts.cost)=\n## `cost`" in page
     assert [ln for ln in page.splitlines() if ln.startswith(":lines:")] == [":lines: 1-3", ":lines: 4-7", ":lines: 8-9"]
@@ -28,6 +28,12 @@ def test_one_page_per_module_with_its_source_and_definitions(tmp_path):
     links = library.chapter_links("taft", tmp_path)
     assert "{doc}`readouts </book/_library/privtrans.taft.readouts>`" in links
     assert library.chapter_links("merge", tmp_path) == ""
+
+
+def test_labels_keep_names_that_differ_only_in_case_apart():
+    assert library.label("privtrans.taft.experiments.bench") == "lib-privtrans.taft.experiments.bench"
+    assert library.label("privtrans.taft.experiments.Bench") == "lib-privtrans.taft.experiments.-bench"
+    assert library.label("privtrans.dpformer.moments._Phi") != library.label("privtrans.dpformer.moments._phi")
 
 
 def test_sections_cover_the_file_once_from_each_decorator():

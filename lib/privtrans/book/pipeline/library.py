@@ -13,6 +13,7 @@ at every build).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from ..runcache import atomic_write_text
@@ -40,9 +41,11 @@ def defines(source: str) -> list[tuple[str, int]]:
 
 
 def label(qualname: str) -> str:
-    """The Sphinx label of a top-level definition's section ("privtrans.taft.readouts.table1"), for
-    ``{ref}`` links from other pages (a claim row links the readout that computed its value)."""
-    return f"lib-{qualname}"
+    """The Sphinx label of a top-level definition's section ("lib-privtrans.taft.readouts.table1"), for
+    ``{ref}`` links from other pages (a claim row links the readout that computed its value). Sphinx
+    labels ignore case, and a module may define both ``Bench`` and ``bench``: an upper-case letter
+    is written as "-" and the letter ("-bench"), which no Python name can be."""
+    return "lib-" + re.sub(r"[A-Z]", lambda m: "-" + m.group().lower(), qualname)
 
 
 def sections(source: str) -> list[tuple[str | None, int, int]]:
