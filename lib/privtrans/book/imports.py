@@ -1,7 +1,7 @@
 """The library's import graph, read from its sources: which privtrans modules a module executes.
 
 Two caches key on it: the notebook cache (``pipeline.cache``: the shared mechanisms a chapter uses)
-and the run cache (``runcache.code_fingerprint``: the code that makes a trained artefact). Written
+and the run cache (``runcache.source_fingerprint``: the code that makes a trained artefact). Written
 here rather than with grimp: grimp resolves the package through the import system (the installed
 copy), while a build must read the checkout it builds.
 """
@@ -47,11 +47,17 @@ def _read(pkg_dir: Path, stamp: tuple) -> dict[str, tuple[Path, frozenset[str]]]
     return graph
 
 
-def import_graph(pkg_dir: Path) -> dict[str, tuple[Path, frozenset[str]]]:
+def stamp(pkg_dir: Path) -> tuple:
+    """Every source file of the package with its mtime: what a memo of anything read from the
+    sources is keyed by, so an edited tree is read again."""
+    return tuple((str(p), p.stat().st_mtime_ns) for p in sorted(Path(pkg_dir).rglob("*.py")))
+
+
+def import_graph(pkg_dir: Path, tree: tuple | None = None) -> dict[str, tuple[Path, frozenset[str]]]:
     """{module: (file, privtrans modules it imports or names)} for the package at ``pkg_dir``; read
-    again whenever a file's mtime changed."""
+    again whenever a file's mtime changed (``tree``: its ``stamp``, where the caller has it)."""
     pkg_dir = Path(pkg_dir)
-    return _read(pkg_dir, tuple((str(p), p.stat().st_mtime_ns) for p in sorted(pkg_dir.rglob("*.py"))))
+    return _read(pkg_dir, stamp(pkg_dir) if tree is None else tree)
 
 
 def with_parents(mod: str) -> list[str]:
