@@ -197,10 +197,14 @@ def pretrain(spec: CNNSpec, seed: int) -> CNNBackbone:
 def get_backbone(spec: CNNSpec, seed: int = 0, cache: RunCache | None = None) -> tuple[CNNBackbone, bool]:
     """(backbone, cached): from the run cache, pretrained on a miss."""
     cache = cache or RunCache("taft")
-    return cache.get_or_make("cnn_backbone", {"spec": asdict(spec), "seed": seed},
-                             lambda: pretrain(spec, seed), code=[__name__])
+    return cache.get_or_make("cnn_backbone", _key_parts(spec, seed), lambda: pretrain(spec, seed), code=[__name__])
 
 
 def backbone_key(spec: CNNSpec, seed: int, cache: RunCache) -> str:
     """The CNN backbone's cache key, carried by every fine-tune trained from it."""
-    return cache.key({"spec": asdict(spec), "seed": seed}, code=[__name__])
+    return cache.key(_key_parts(spec, seed), code=[__name__])
+
+
+def _key_parts(spec, seed: int) -> dict:
+    """What a backbone's cache key holds besides its code (``get_backbone`` and ``backbone_key`` alike)."""
+    return {"spec": asdict(spec), "seed": seed}

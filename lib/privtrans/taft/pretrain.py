@@ -180,11 +180,15 @@ def pretrain(spec: PretrainSpec, seed: int) -> Backbone:
 def get_backbone(spec: PretrainSpec, seed: int = 0, cache: RunCache | None = None) -> tuple[Backbone, bool]:
     """(backbone, cached): from the run cache, pretrained on a miss."""
     cache = cache or RunCache("taft")
-    return cache.get_or_make("backbone", {"spec": asdict(spec), "seed": seed},
-                             lambda: pretrain(spec, seed), code=[__name__])
+    return cache.get_or_make("backbone", _key_parts(spec, seed), lambda: pretrain(spec, seed), code=[__name__])
 
 
 def backbone_key(spec: PretrainSpec, seed: int, cache: RunCache) -> str:
     """The backbone's cache key: every artefact trained from it carries it, so a retrained backbone
     is never served old fine-tunes."""
-    return cache.key({"spec": asdict(spec), "seed": seed}, code=[__name__])
+    return cache.key(_key_parts(spec, seed), code=[__name__])
+
+
+def _key_parts(spec, seed: int) -> dict:
+    """What a backbone's cache key holds besides its code (``get_backbone`` and ``backbone_key`` alike)."""
+    return {"spec": asdict(spec), "seed": seed}
