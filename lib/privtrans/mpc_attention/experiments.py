@@ -13,7 +13,9 @@ model (``train.train_teachers_together`` / ``train.distill_together``, equal per
 runs to float tolerance) and stores every seed under the key the single ``teacher`` / ``student``
 use, so a later single call is a cache hit. A seed's "seconds" is then the group's wall time divided
 by the number of seeds trained together (``group_seconds``, ``seeds_together`` beside it).
-Off by default (``TOGETHER``, measured: no gain at ci); the runs then go one per seed to every core.
+Off by default (``TOGETHER``, measured: no gain at ci); teachers then go one per seed to every core, and
+students one job per task and seed (``students_of_teacher``: up to ``STUDENTS_PER_JOB`` students share
+each batch's teacher forward, ``train.distill_group``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ CODE = (__name__,)
 # element-wise ops), not per-operation overhead, so stacking saves nothing, and one group per task
 # would use one of the two cores where the runs apart use both. It pays at smoke sizes only.
 TOGETHER = False
+# converted() without TOGETHER: the students of one task and seed share each batch's teacher forward
+# (train.distill_group), up to this many per job; 5 keeps the jobs of tables 2-6 (10 schemes) and of
+# table 4 (5) even across 2 cores, and a student costs about 0.8 of a lone run
+STUDENTS_PER_JOB = 5
 
 
 def load_task(name: str, s: dict, seed: int):
@@ -177,6 +183,26 @@ def students_together(name: str, s: dict, seeds: list[int], attention: str, acti
         cache.put("student", cache.key(parts[i], CODE), out, parts[i])
 
 
+def students_of_teacher(name: str, s: dict, seed: int, combos, per_head: bool = False) -> None:
+    """Distil the students of ``combos`` that the cache lacks for one task and seed in one pass over
+    the batches (``train.distill_group``: each batch's teacher forward computed once; every student's
+    weights equal its lone run's) and store each under ``student(...)``'s key."""
+    torch.set_num_threads(1)
+    cache = RunCache("mpc_attention")
+    parts = [_student_parts(name, s, seed, a, f, per_head) for a, f in combos]
+    todo = _missing(cache, "student", parts)
+    if not todo:
+        return
+    task = load_task(name, s, seed)
+    pairs = [_converted_student(teacher(name, s, seed), *combos[i], per_head) for i in todo]
+    before = [train.metric(st, task.dev) for _, st in pairs]
+    rs = train.distill_group(pairs[0][0], [st for _, st in pairs], task, s["epochs1"], s["epochs2"],
+                             lr1=s["lr1"], lr2=s["lr2"], seed=seed)
+    for i, (_, st), b, r in zip(todo, pairs, before, rs):
+        out = {"before": b, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
+        cache.put("student", cache.key(parts[i], CODE), out, parts[i])
+
+
 def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, progress=None) -> dict:
     """{task: {"teachers": [teacher per seed], "students": {"att+act": [student per seed]}}}.
 
@@ -189,8 +215,10 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
                              for t in tasks for a, f in combos], progress=progress)
     else:
         workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
-        workers.in_parallel([partial(student, t, s, sd, a, f, per_head)
-                             for t in tasks for a, f in combos for sd in seeds], progress=progress)
+        combos = [tuple(c) for c in combos]
+        chunks = [combos[i:i + STUDENTS_PER_JOB] for i in range(0, len(combos), STUDENTS_PER_JOB)]
+        workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)
+                             for t in tasks for sd in seeds for chunk in chunks], progress=progress)
     return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
                 "students": {f"{a}+{f}": [student(t, s, sd, a, f, per_head) for sd in seeds] for a, f in combos}}
             for t in tasks}

@@ -89,27 +89,49 @@ def stage2_loss(s_out, t_out, y, n_out, temperature: float = 1.0):
 def distill(teacher: TinyEncoder, student: TinyEncoder, task, epochs1: int, epochs2: int,
             lr1: float = 1e-3, lr2: float = 2e-4, batch: int = 64, seed: int = 0) -> dict:
     """Both stages in place on ``student``; returns the metric after each stage and the seconds."""
+    return distill_group(teacher, [student], task, epochs1, epochs2, lr1, lr2, batch, seed)[0]
+
+
+def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epochs1: int, epochs2: int,
+                  lr1: float = 1e-3, lr2: float = 2e-4, batch: int = 64, seed: int = 0) -> list[dict]:
+    """``distill(teacher, s, task, ...)`` for every ``s`` of ``students`` in one pass over the
+    batches: the teacher's forward of a batch (a quarter of a student's step at ci) is computed once
+    for all of them. Every student takes the steps it would take alone, in the same order (same
+    batches; the encoder has no dropout and its teacher is frozen), so its weights equal a lone run's
+    bit for bit (tests/test_mpc_attention_train.py). A student's ``seconds`` is what its lone run would
+    spend: the teacher's forwards plus its own steps and evaluations."""
     teacher.eval()
     n_out = teacher.cfg.n_out
-    out = {}
-    t0 = time.perf_counter()
+    outs = [{} for _ in students]
+    own = [0.0] * len(students)
+    shared = 0.0
     for stage, (epochs, lr) in enumerate(((epochs1, lr1), (epochs2, lr2)), start=1):
-        opt = torch.optim.AdamW(student.parameters(), lr=lr, weight_decay=0.01)
+        opts = [torch.optim.AdamW(st.parameters(), lr=lr, weight_decay=0.01) for st in students]
         for ep in range(epochs):
-            student.train()
+            for st in students:
+                st.train()
             for ids, mask, types, y in task.train.batches(batch, shuffle=True, seed=seed * 1000 + 100 * stage + ep):
+                t0 = time.perf_counter()
                 with torch.no_grad():
                     t_out = teacher(ids, mask, types)
-                s_out = student(ids, mask, types)
-                loss = stage1_loss(s_out, t_out, mask) if stage == 1 else stage2_loss(s_out, t_out, y, n_out)
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
-                opt.step()
-        out[f"after_stage{stage}"] = metric(student, task.dev)
-    out["seconds"] = time.perf_counter() - t0
-    out["examples_x_epochs"] = len(task.train) * (epochs1 + epochs2)
-    return out
+                shared += time.perf_counter() - t0
+                for i, (st, opt) in enumerate(zip(students, opts)):
+                    t0 = time.perf_counter()
+                    s_out = st(ids, mask, types)
+                    loss = stage1_loss(s_out, t_out, mask) if stage == 1 else stage2_loss(s_out, t_out, y, n_out)
+                    opt.zero_grad()
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(st.parameters(), 1.0)
+                    opt.step()
+                    own[i] += time.perf_counter() - t0
+        for i, st in enumerate(students):
+            t0 = time.perf_counter()
+            outs[i][f"after_stage{stage}"] = metric(st, task.dev)
+            own[i] += time.perf_counter() - t0
+    for out, secs in zip(outs, own):
+        out["seconds"] = shared + secs
+        out["examples_x_epochs"] = len(task.train) * (epochs1 + epochs2)
+    return outs
 
 
 # ---- k seeds of one configuration as one vectorised model (issue 21) ---------------------------

@@ -1,0 +1,75 @@
+"""``train.distill_group``: several students of one teacher share each batch's teacher forward, and
+each ends exactly where its lone ``distill`` run ends; ``experiments.converted`` stores every student
+under its lone run's key."""
+
+import pytest
+import torch
+
+from privtrans.book import profiles
+from privtrans.book.runcache import RunCache
+from privtrans.mpc_attention import experiments as X, train
+
+S = profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"]
+COMBOS = [("softmax", "quad"), ("2quad_freediv", "quad"), ("softmax_freediv", "gelu")]
+KW = dict(epochs1=1, epochs2=2, lr1=S["lr1"], lr2=S["lr2"])
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def teacher_and_task():
+    task = X.load_task("mr2", S, 3)
+    t, _ = train.train_teacher(task, X.model_config(task, S), 1, lr=S["teacher_lr"], seed=3)
+    return t, task
+
+
+def _students(t):
+    """One student per combination; a freeDiv one gets an f(n) = a·n^b constant (its value is not
+    what is tested here)."""
+    return [t.converted(a, f, (1.2, 0.4) if "freediv" in a else None) for a, f in COMBOS]
+
+
+def test_group_equals_lone_runs_bit_for_bit(teacher_and_task):
+    t, task = teacher_and_task
+    alone = _students(t)
+    r_alone = [train.distill(t, st, task, seed=3, **KW) for st in alone]
+    grouped = _students(t)
+    r_group = train.distill_group(t, grouped, task, seed=3, **KW)
+    for a, g, ra, rg in zip(alone, grouped, r_alone, r_group):
+        sa, sg = a.state_dict(), g.state_dict()
+        assert sa.keys() == sg.keys()
+        assert all(torch.equal(sa[n], sg[n]) for n in sa), "a grouped student left its lone run's path"
+        assert (ra["after_stage1"], ra["after_stage2"], ra["examples_x_epochs"]) == (
+            rg["after_stage1"], rg["after_stage2"], rg["examples_x_epochs"])
+        assert rg["seconds"] > 0
+    # the students did learn different things (the test is not comparing copies of one model)
+    assert not torch.equal(grouped[0].head.weight, grouped[1].head.weight)
+    # the distilled students moved away from the teacher they started from
+    assert not torch.equal(grouped[0].head.weight, t.head.weight)
+
+
+def test_converted_stores_grouped_students_under_lone_keys(tmp_path, monkeypatch):
+    """converted() trains the students of a task and seed as one group; each lone ``student`` call
+    afterwards is a cache hit and returns what a lone run makes in a fresh cache."""
+    monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
+    monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "group"))
+    runs = X.converted(["mr2"], S, [0], COMBOS)["mr2"]
+    assert len(list((tmp_path / "group").glob("student-*.pt"))) == len(COMBOS)
+
+    def no_training(*a, **k):
+        raise AssertionError("a lone call after converted must be a cache hit")
+
+    with monkeypatch.context() as m:
+        m.setattr(train, "distill_group", no_training)
+        cached = [X.student("mr2", S, 0, a, f) for a, f in COMBOS]
+    monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "lone"))
+    for (a, f), c, r in zip(COMBOS, cached, (runs["students"][f"{a}+{f}"][0] for a, f in COMBOS)):
+        lone = X.student("mr2", S, 0, a, f)
+        assert all(torch.equal(lone["state"][n], c["state"][n]) for n in lone["state"])
+        assert (lone["before"], lone["after_stage2"]) == (c["before"], c["after_stage2"]) == (r["before"], r["after_stage2"])
