@@ -119,7 +119,7 @@ def test_table4_5_readouts():
     s = {"mr2": _table4({k: [(0.5, 0.70), (0.52, 0.71), (0.51, 0.69)] for k in QUAD}, 10, 100),
          "pair": _table4({k: [(0.5, 0.40), (0.5, 0.45), (0.5, 0.60)] for k in QUAD}, 5, 50)}
     r = readouts.table4_5_tasks(t, s, [0, 1, 2])
-    assert r["time_follows_work"] and set(r["raises"]["mr2"]) == set(QUAD)
+    assert set(r["time_follows_work"]) == {"mr2 − pair"} and set(r["raises"]["mr2"]) == set(QUAD)
     assert r["after"]["pair"]["2quad_freediv+quad"] == pytest.approx(0.4833, abs=1e-3)
     assert verdict("t4_distillation_raises_mr2", r) == "held"
     assert verdict("t4_distillation_raises_pair", r) == "inconclusive"  # after - before: -0.1, -0.05, +0.1
@@ -159,12 +159,42 @@ def test_near_chance_is_recorded_for_two_class_tasks_only():
 def test_table5_equal_work_judges_nothing():
     t = {"a": [{"metric": 0.7}], "b": [{"metric": 0.6}]}
     s = {k: {"2quad_freediv+quad": _runs([(0.5, 0.7)], sec, 100)} for k, sec in (("a", 1), ("b", 2))}
-    assert readouts.table4_5_tasks(t, s, [0])["time_follows_work"] is None
+    r = readouts.table4_5_tasks(t, s, [0])
+    assert r["time_follows_work"] == {} and r["time_follows_work_pairs"] == 0
+
+
+def _conversions(seconds, work):
+    return [dict(seconds=x, examples_x_epochs=w) for x, w in zip(seconds, work)]
+
+
+def test_table5_is_judged_on_paired_seeds():
+    """Per pair of tasks, the interval of (more work's seconds − less work's); work that crosses
+    between seeds compares nothing, and a task that took less time for more work contradicts."""
+    small, big = [6000, 6100, 5900, 6050, 5950], [8000] * 5
+    more = readouts.time_follows_work({"pair": _conversions([7.0, 7.2, 6.9, 7.1, 7.0], small),
+                                       "mr2": _conversions([9.0, 9.3, 8.8, 9.1, 9.2], big)})
+    assert set(more["time_follows_work"]) == {"mr2 − pair"}
+    assert more["time_follows_work"]["mr2 − pair"]["mean"] == pytest.approx(2.04)
+    assert verdict("t5_time_follows_work", dict(more, conversion_seconds={})) == "held"
+    less = readouts.time_follows_work({"pair": _conversions([9.0, 9.3, 8.8, 9.1, 9.2], small),
+                                       "mr2": _conversions([7.0, 7.2, 6.9, 7.1, 7.0], big)})
+    assert verdict("t5_time_follows_work", dict(less, conversion_seconds={})) == "contradicted"
+    crossing = readouts.time_follows_work({"a": _conversions([1] * 5, [100, 200, 100, 200, 100]),
+                                           "b": _conversions([2] * 5, [150] * 5)})
+    assert crossing == {"time_follows_work": {}, "time_follows_work_pairs": 0}
+
+
+def test_null_time_that_does_not_follow_work_is_not_held():
+    """More work, the same time plus noise: never held."""
+    base = 7.0 + _noise(0, sd=0.3)
+    r = readouts.time_follows_work({"pair": _conversions(list(base), [6000] * 5),
+                                    "mr2": _conversions(list(7.0 + _noise(1, sd=0.3)), [8000] * 5)})
+    assert verdict("t5_time_follows_work", dict(r, conversion_seconds={})) != "held"
 
 
 # --- null tests: A = B plus noise (no effect) over 5 seeds must never be "held" ---------------------
 
-NULL_TESTED = {"t2_scaling_collapses", "t4_quad_near_chance_before", "t4_distillation_raises_mr2",
+NULL_TESTED = {"t5_time_follows_work", "t2_scaling_collapses", "t4_quad_near_chance_before", "t4_distillation_raises_mr2",
                "t4_distillation_raises_mrreg", "t4_distillation_raises_pair", "t4_freediv_gelu_kept",
                "t4_freediv_gelu_before"}
 SEEDS5 = [0, 1, 2, 3, 4]
