@@ -37,6 +37,13 @@ def select(bench: Bench, task: str, specs: list[FitSpec], seed: int) -> tuple[Fi
     return best, df.drop(columns="spec")
 
 
+def chosen(bench: Bench, tasks: list[str], method_cfg: dict, schedule: dict, seed: int) -> dict[str, FitSpec]:
+    """{task: the spec ``select`` picks from ``method_cfg``'s grid at ``seed``}: Table 1's choice,
+    which the ablation, PGD and CNN notebooks start from (its runs are cached, so nothing retrains)."""
+    grid = grid_specs(method_cfg, schedule)
+    return {t: select(bench, t, grid, seed)[0] for t in tasks}
+
+
 def tuned_runs(bench: Bench, tasks: list[str], methods: dict, schedule: dict, seeds: list[int],
                extra: dict | None = None, progress=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """For every task and method: select on the validation split (first seed), then train the
