@@ -11,6 +11,8 @@ from privtrans.book import plotting
 def curves(ax, summary: pd.DataFrame, x: str, hue: str | None, label: str = "{}", log_y=False,
            band_sd=False, err: str = "se", **kw):
     """One line per ``hue`` value: mean with +-2 ``err`` bars (err = 'se' or 'sd')."""
+    if err not in ("se", "sd"):
+        raise ValueError(f"err must be 'se' or 'sd', got {err!r}")
     groups = [(None, summary)] if hue is None else summary.groupby(hue, sort=True)
     for key, g in groups:
         g = g.sort_values(x)

@@ -17,7 +17,8 @@ METHOD_COLORS = {"gru": "C2", "lstm": "C4", "transformer_untied": "C3", "transfo
 def rank_frequency(datasets: list[rdata.SeqData]):
     """Figure 5: item frequency against popularity rank, log-log, one line per dataset."""
     fig, axes = subplots(1, 2, figsize=(11, 3.8))
-    for ds, c in zip(datasets, ("C0", "C1")):
+    for i, ds in enumerate(datasets):
+        c = f"C{i % 10}"
         r, f = rdata.rank_frequency(ds)
         axes[0].loglog(r, f, color=c, label=ds.name)
         axes[1].plot(r / len(r), np.cumsum(f), color=c, label=ds.name)
@@ -106,7 +107,8 @@ def method_bars(df: pd.DataFrame, methods, epsilons, refs: pd.DataFrame | None =
         sd = [sub[sub.epsilon == e][key].std(ddof=1) * 100 if (sub.epsilon == e).sum() > 1 else 0 for e in epsilons]
         ax.bar(np.arange(len(epsilons)) + k * width, mu, width, yerr=sd, capsize=2,
                color=METHOD_COLORS.get(m, "k"), label=train.LABELS[m])
-    for r, ls in zip([] if refs is None else refs.to_dict("records"), ("--", ":")):
+    for i, r in enumerate([] if refs is None else refs.to_dict("records")):
+        ls = ("--", ":", "-.")[i % 3]
         ax.axhline(r[key] * 100, color="k", ls=ls, lw=1, label=r["label"])
     ax.set_xticks(np.arange(len(epsilons)) + 0.4 - width / 2)
     ax.set_xticklabels([f"ε = {e:g}" for e in epsilons])

@@ -4,7 +4,8 @@
 the book's own build uses 0, 1, ...) in a temporary copy of this checkout, keeps that build's
 summary in ``_build/stability/summary.json`` and prints which verdicts differ from this checkout's
 ``_build/summary.json``. The next ``make book`` (cached notebooks: minutes) shows both verdicts on
-every chapter page and the landing page. A held that turns contradicted is a defect to explain.
+every chapter page and the landing page. A reproduction held at one seed set and contradicted at
+the other is a defect to explain.
 Not part of ``make book`` or ``make test``: it costs a whole cold build.
 """
 
@@ -46,16 +47,23 @@ def main(argv=None) -> int:
     profile, seed = check_profile(a.profile), check_seed(a.seed)
     chapters = [get(c).key for arg in a.chapter for c in arg.split(",") if c] or list(KEYS)
     root = (a.root or repo_root()).resolve()
+    base = root / "_build" / "summary.json"
+    old = json.loads(base.read_text()) if base.is_file() else None
+    if old is not None and (old.get("profile"), old.get("seed")) == (profile, seed):
+        raise SystemExit(f"the book's build ({base}) is at profile {profile}, seed {seed} already: "
+                         f"a stability build needs a disjoint seed set (another --seed)")
     new = build_at_seed(root, chapters, profile, seed)
     path = stability_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(merged(path, new, chapters), indent=1, ensure_ascii=False))
     print(f"stability build at seed {seed}: {count(new)}; kept in {path.relative_to(root)}")
-    base = root / "_build" / "summary.json"
-    if not base.is_file():
+    if old is None:
         print("no build of this checkout to compare with: run `make book`, which then shows both verdicts")
         return 0
-    old = json.loads(base.read_text())
+    if old.get("profile") != profile:
+        print(f"the book's build is at profile {old.get('profile')!r}, this one at {profile!r}: verdicts not "
+              f"compared; run `make book PROFILE={profile}`, which then shows both")
+        return 0
     lines = []
     for ch in chapters:
         lines += differences(only(old, ch), only(new, ch))

@@ -1,0 +1,270 @@
+"""privtrans.dpformer.efficiency (Figure 3): the batch generator, the analytic memory model and the
+largest batch it allows, the ratio tables, the peak-RSS measurement and the sweep's bookkeeping."""
+
+import contextlib
+import io
+import math
+import os
+import statistics
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from privtrans.dpformer import efficiency as eff
+from privtrans.dpformer.ghost_baseline import paper_ghost_model
+from privtrans.dpformer.sasrec import SASRec
+
+pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")  # opacus' hooks
+
+
+@pytest.fixture
+def keep_threads():
+    """run_here sets torch's thread count for the process; give the rest of the session its own back."""
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+# ----------------------------------------------------------------------------------- batch
+def test_random_batch_is_a_left_padded_next_item_batch():
+    x, y = eff.random_batch(n_items=20, length=8, batch=16, seed=3)
+    assert x.shape == y.shape == (16, 8) and x.dtype == y.dtype == torch.int64
+    assert int(x.min()) >= 0 and int(x.max()) <= 20 and int(y.max()) <= 20
+    for row in x:  # left padding: the zeros form a prefix, shorter than half the sequence
+        n_pad = int((row == 0).sum())
+        assert n_pad < 8 // 2 and bool((row[:n_pad] == 0).all()) and bool((row[n_pad:] > 0).all())
+    assert bool((y[x == 0] == 0).all()) and bool((y[x > 0] > 0).all())  # a target wherever there is an input
+    real = x[:, :-1] > 0  # y is x shifted by one
+    assert torch.equal(y[:, :-1][real], x[:, 1:][real])
+    a, b = eff.random_batch(20, 8, 16, seed=3), eff.random_batch(20, 8, 16, seed=4)
+    assert torch.equal(a[0], x) and torch.equal(a[1], y) and not torch.equal(b[0], x)
+    # Zipf-ish popularity: item 1 is drawn far more often than the least popular half
+    many = eff.random_batch(200, 20, 64, seed=0)[0]
+    counts = torch.bincount(many[many > 0], minlength=201)
+    assert int(counts[1]) > 5 * float(counts[101:].float().mean())
+
+
+# ----------------------------------------------------------------------------------- memory model
+# one tiny configuration by hand: M = 9 items (+ pad: m = 10 columns), L = 4, B = 3, d = 8, 2 blocks
+N_ITEMS, L, B, D = 9, 4, 3, 8
+M1 = N_ITEMS + 1
+CLIP = {  # the method's clipping intermediates, from the docstring's formulas (float32)
+    "nonprivate": 0,
+    "phantom": 4 * ((2 * 6 * 2 + 5) * B * L * L + B * L * M1),                      # 4 · 1512
+    "paper_ghost": 4 * ((2 * 6 * 2 + 2) * B * L * L + B * L * M1 + 2 * B * M1 * (D // 2))
+    + B * M1 * M1 * (4 + 1),                                                           # Gram + byte mask
+    "opacus_ghost": 4 * ((2 * 6 * 2 + 2 + 2) * B * L * L),
+    "opacus_hooks": 4 * (B * (2 * M1 * D + 2 * (6 * D * D + 12 * D) + L * D)),
+}
+
+
+def test_memory_model_clip_bytes_by_hand():
+    assert CLIP == {"nonprivate": 0, "phantom": 6048, "paper_ghost": 7932, "opacus_ghost": 5376,
+                    "opacus_hooks": 13824}
+    for method, want in CLIP.items():
+        mm = eff.memory_model(method, N_ITEMS, L, B, D)
+        assert mm["clip_bytes"] == pytest.approx(want, rel=1e-12), method
+        assert (mm["method"], mm["M"], mm["B"]) == (method, N_ITEMS, B)
+
+
+def test_memory_model_activations_and_parameters_of_the_nonprivate_step():
+    mm = eff.memory_model("nonprivate", N_ITEMS, L, B, D)
+    act = 3 * B * L * M1 + 12 * 2 * B * L * D + 4 * B * L * D   # logits ×3, per-block activations, embeddings
+    params = 2 * (6 * D * D + 12 * D) + M1 * D + L * D          # tied: the item table once
+    assert mm["fixed_bytes"] == 4 * 2 * params                   # parameters and their gradients
+    assert mm["total_bytes"] == 4 * (act + 2 * params)
+    assert mm["per_sample_bytes"] == pytest.approx(4 * act / B)
+
+
+@pytest.mark.parametrize("method", eff.METHODS)
+def test_memory_model_is_fixed_plus_linear_in_batch(method):
+    for b in (1, 2, 7):
+        mm = eff.memory_model(method, N_ITEMS, L, b, D)
+        assert mm["total_bytes"] == pytest.approx(mm["fixed_bytes"] + b * mm["per_sample_bytes"], rel=1e-12)
+        assert mm["fixed_bytes"] == eff.memory_model(method, N_ITEMS, L, 1, D)["fixed_bytes"]
+
+
+def test_memory_model_growth_in_vocabulary():
+    """Second differences in M: only the paper-style Ghost has B·M² terms (4-byte Gram + 1-byte mask)."""
+    def second_diff(method, bytes_per=4):
+        c = [eff.memory_model(method, n, L, B, D, bytes_per=bytes_per)["clip_bytes"] for n in (20, 21, 22)]
+        return c[2] - 2 * c[1] + c[0]
+
+    assert second_diff("paper_ghost") == pytest.approx(2 * B * (4 + 1))
+    assert second_diff("paper_ghost", bytes_per=8) == pytest.approx(2 * B * (8 + 1))
+    for method in ("nonprivate", "phantom", "opacus_ghost", "opacus_hooks"):
+        assert second_diff(method) == pytest.approx(0.0, abs=1e-9), method
+    # opacus ghost's clipping terms do not see M at all; Phantom adds one B·L·M logit gradient
+    assert eff.memory_model("opacus_ghost", 20, L, B, D)["clip_bytes"] == eff.memory_model("opacus_ghost", 900, L, B, D)["clip_bytes"]
+    step = eff.memory_model("phantom", 21, L, B, D)["clip_bytes"] - eff.memory_model("phantom", 20, L, B, D)["clip_bytes"]
+    assert step == 4 * B * L
+    # the shared logits: every extra item costs 3·B·L activations and 2·d parameters (+ grads)
+    tot = [eff.memory_model("nonprivate", n, L, B, D)["total_bytes"] for n in (20, 21)]
+    assert tot[1] - tot[0] == 4 * (3 * B * L + 2 * D)
+
+
+def _real_params(method, n_items, length, d):
+    if method == "paper_ghost":
+        m = paper_ghost_model(n_items, length, d=d)
+    else:
+        m = SASRec(n_items, length, d=d // 2 if method == "opacus_ghost" else d,
+                   tied=method != "opacus_ghost")
+    return sum(p.numel() for p in m.parameters())  # a tied Parameter counts once
+
+
+@pytest.mark.parametrize("method", eff.METHODS)
+def test_memory_model_parameters_are_the_models_make_step_builds(method):
+    """The parameter term counts the model each method trains (d/2 and untied for the ghost
+    methods, tied otherwise), up to LayerNorm-sized vectors (12·d per block vs 10·d, no final LN)."""
+    n_items, length, d = 50, 6, 8
+    counted = eff.memory_model(method, n_items, length, 1, d)["fixed_bytes"] / (2 * 4)
+    real = _real_params(method, n_items, length, d)
+    dd = d // 2 if method in ("paper_ghost", "opacus_ghost") else d
+    assert abs(counted - real) <= 2 * dd, (method, counted, real)
+
+
+def test_memory_model_and_make_step_refuse_an_unknown_method():
+    for fn in (lambda: eff.memory_model("ghost", 10, 4, 2), lambda: eff.make_step("ghost", 10, 4, 2),
+               lambda: eff.max_batch("ghost", 10, 4)):
+        with pytest.raises(ValueError, match=r"one of \('nonprivate', 'phantom', 'paper_ghost'"):
+            fn()
+
+
+@pytest.mark.parametrize("method", eff.METHODS)
+def test_max_batch_is_the_largest_batch_that_fits(method):
+    n_items, length, d = 3416, 50, 64  # ML-1M's vocabulary at L = 50
+    for budget in (16e9, 3e9):
+        b = eff.max_batch(method, n_items, length, budget, d)
+        assert b >= 1
+        assert eff.memory_model(method, n_items, length, b, d)["total_bytes"] <= budget
+        assert eff.memory_model(method, n_items, length, b + 1, d)["total_bytes"] > budget
+    # exactly at a batch's size it fits, one byte less it does not
+    at7 = eff.memory_model(method, n_items, length, 7, d)["total_bytes"]
+    assert eff.max_batch(method, n_items, length, at7, d) == 7
+    assert eff.max_batch(method, n_items, length, at7 - 1, d) == 6
+    fixed = eff.memory_model(method, n_items, length, 1, d)["fixed_bytes"]
+    assert eff.max_batch(method, n_items, length, fixed / 2, d) == 0  # not even the parameters fit
+
+
+def test_modelled_max_batch_table():
+    methods, Ms = ("nonprivate", "phantom", "paper_ghost"), (1000, 3416, 23715)
+    t = eff.modelled_max_batch_table(methods, Ms, 50, 16, 64)
+    assert list(t.index) == list(Ms)
+    assert list(t.columns) == [*methods, "Phantom / paper-style Ghost", "Phantom / non-private"]
+    for M in Ms:
+        for m in methods:
+            assert t.loc[M, m] == eff.max_batch(m, M, 50, 16e9, 64)
+        assert t.loc[M, "Phantom / paper-style Ghost"] == t.loc[M, "phantom"] / max(1, t.loc[M, "paper_ghost"])
+        assert t.loc[M, "Phantom / non-private"] == t.loc[M, "phantom"] / t.loc[M, "nonprivate"]
+    ratio = t["Phantom / paper-style Ghost"].to_numpy()
+    assert (np.diff(ratio) > 0).all() and ratio[-1] > 100       # grows with M (ghost's B·M²)
+    assert ((t["Phantom / non-private"] < 1) & (t["Phantom / non-private"] > 0.5)).all()
+    small = eff.modelled_max_batch_table(methods, (23715,), 50, 1, 64)  # 1 GB: one ghost sample does not fit
+    assert small.loc[23715, "paper_ghost"] == 0 and small.loc[23715, "phantom"] > 0
+    assert small.loc[23715, "Phantom / paper-style Ghost"] == small.loc[23715, "phantom"]  # divides by 1, not 0
+    with pytest.raises(ValueError, match=r"lacks the method\(s\) \['paper_ghost'\]"):
+        eff.modelled_max_batch_table(("nonprivate", "phantom"), Ms, 50, 16, 64)
+
+
+# ----------------------------------------------------------------------------------- ratios
+def _measured(values):
+    rows = [dict(method=m, M=M, cpu_s=t, extra_mb=x) for (m, M), (t, x) in values.items()]
+    return pd.DataFrame(rows)
+
+
+def test_ratio_table_by_hand():
+    v = {}
+    for M, k in ((100, 1.0), (400, 4.0)):
+        v.update({("nonprivate", M): (1.0 * k, 10.0 * k), ("phantom", M): (2.0 * k, 0.25),
+                  ("paper_ghost", M): (8.0 * k, 40.0 * k), ("opacus_ghost", M): (3.0 * k, 5.0),
+                  ("opacus_hooks", M): (6.0 * k, 60.0)})
+    r = eff.ratio_table(_measured(v))
+    assert list(r.index) == [100, 400] and list(r.columns) == list(eff.RATIOS)
+    assert r["time: paper Ghost / Phantom"].tolist() == [4.0, 4.0]
+    assert r["time: opacus ghost / Phantom"].tolist() == [1.5, 1.5]
+    assert r["time: opacus hooks / Phantom"].tolist() == [3.0, 3.0]
+    assert r["time: Phantom / non-private"].tolist() == [2.0, 2.0]
+    # Phantom's 0.25 MB counts as 1 MB (a step adding nothing measurable does not divide by 0)
+    assert r["memory: paper Ghost / Phantom"].tolist() == [40.0, 160.0]
+    assert r["memory: Phantom / non-private"].tolist() == [0.1, 1 / 40]
+
+
+def test_ratio_table_names_the_missing_method():
+    v = {(m, 100): (1.0, 1.0) for m in eff.METHODS if m != "opacus_hooks"}
+    with pytest.raises(ValueError, match=r"the sweep lacks the method\(s\) \['opacus_hooks'\]"):
+        eff.ratio_table(_measured(v))
+
+
+def test_loglog_slope_is_the_power_law_exponent():
+    x = np.array([10.0, 30.0, 100.0, 1000.0])
+    assert eff.loglog_slope(x, 3.0 * x ** 2.5) == pytest.approx(2.5)
+    assert eff.loglog_slope(x, np.full(4, 7.0)) == pytest.approx(0.0, abs=1e-12)
+    assert math.isnan(eff.loglog_slope([5.0], [2.0]))
+
+
+# ----------------------------------------------------------------------------------- measuring
+def test_peak_rss_reset_then_sees_a_step_allocation():
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        pytest.skip("no /proc/self/clear_refs: the peak cannot be reset here")
+    hog = torch.ones(32 * 2 ** 20)  # 128 MiB, touched: raises the process's peak for good
+    del hog
+    setup = eff._reset_peak_rss()
+    assert eff._peak_rss_mb() < setup + 16  # the old 128 MiB peak is forgotten
+    buf = torch.ones(16 * 2 ** 20)          # 64 MiB
+    extra = eff._peak_rss_mb() - setup
+    del buf
+    assert 60 <= extra <= 64 + 24
+
+
+def test_measure_passes_its_configuration_to_the_child_process(monkeypatch):
+    """measure() → command line → _main() → run_here() carries every argument through unchanged."""
+    seen = {}
+
+    def fake_child(*args):
+        seen["args"] = args
+        return {"ok": 1}
+
+    def fake_run(cmd, **kw):  # run the child's command line in this process instead
+        seen["cmd"], seen["env"] = cmd, kw["env"]
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            eff._main(cmd[3:])
+        return subprocess.CompletedProcess(cmd, 0, "noise\n" + buf.getvalue(), "")
+
+    monkeypatch.setattr(eff, "run_here", fake_child)
+    monkeypatch.setattr(eff.subprocess, "run", fake_run)
+    res = eff.measure("paper_ghost", 31, 7, 5, d=12, steps=4, threads=2, max_entries=999.0, device="cpu")
+    assert res == {"ok": 1}                                   # the last stdout line, parsed
+    assert seen["cmd"][1:3] == ["-m", "privtrans.dpformer.efficiency"]
+    assert seen["args"] == ("paper_ghost", 31, 7, 5, 12, 4, 2, 999, "cpu")
+    assert seen["env"]["OMP_NUM_THREADS"] == "2" and seen["env"]["MKL_NUM_THREADS"] == "2"
+    seen.clear()
+    eff.measure("phantom", 31, 7, 5)
+    assert "--max-entries" not in seen["cmd"] and seen["args"][-2] is None
+    with pytest.raises(SystemExit):  # the command line refuses an unknown method
+        eff._main(["ghost", "10", "4", "2"])
+
+
+def test_measure_reports_the_childs_error():
+    # a model of width d = 0 cannot be built: the child fails, and the error says why
+    with pytest.raises(RuntimeError, match=r"(?s)nonprivate M=9 B=2 failed:\nTraceback.*bad sizes: n_items=9, max_len=4, d=0"):
+        eff.measure("nonprivate", 9, 4, 2, d=0, steps=1, timeout=300)
+
+
+def test_sweep_in_process_bookkeeping(keep_threads):
+    Ms, b, length, d = (9, 15), 2, 4, 8
+    cap = b * (9 + 1) ** 2  # M = 9 fits the cap exactly (not chunked); M = 15 exceeds it
+    rows = eff.sweep(eff.METHODS, Ms, length, b, d, steps=3, threads=1, isolate=False, ghost_cap=cap)
+    assert [(r["M"], r["method"]) for r in rows] == [(M, m) for M in Ms for m in eff.METHODS]
+    for r in rows:
+        assert r["chunked"] is (r["method"] == "paper_ghost" and r["M"] == 15)
+        assert r["isolated"] is False and (r["L"], r["B"], r["d"], r["threads"]) == (length, b, d, 1)
+        n_steps = 2 if r["method"] == "paper_ghost" else 3        # the slow baseline times fewer steps
+        assert len(r["cpu_s_all"]) == len(r["step_s_all"]) == n_steps
+        assert r["cpu_s"] == statistics.median(r["cpu_s_all"]) and r["step_s"] == statistics.median(r["step_s_all"])
+        assert r["extra_mb"] == r["rss_peak_mb"] - r["rss_setup_mb"]
+        assert r["model_mb"] == eff.memory_model(r["method"], r["M"], length, b, d)["total_bytes"] / 2 ** 20
+    assert torch.get_num_threads() == 1  # the configured thread count is what was timed
