@@ -77,7 +77,7 @@ browser:
 	else echo "note: no chromium/chromedriver, the browser test will skip: apt-get install chromium chromium-driver"; fi
 
 test: $(STAMP) $(SPU_STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 clean:
 	rm -rf _build book/_executed book/_generated
