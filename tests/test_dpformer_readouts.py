@@ -246,6 +246,17 @@ def test_fig6_is_judged_on_paired_fall_backs():
     assert verdicts({"table1_movielens": noisy_out})["fig6_reattention_stabler"]["verdict"] == "inconclusive"
 
 
+def test_fig6_is_not_judged_where_no_curve_falls_back():
+    """Both methods' curves never fall back: a tie of zeros (interval [0, 0]) shows no fluctuation
+    to compare, so the claim is not judged rather than contradicted."""
+    flat = readouts.table1_movielens(table_runs(), table_curves(fall={"transformer": 0.0, "dpformer": 0.0}),
+                                     refs(False), EPS)
+    assert flat["curves_falling_back"] == 0 and flat["dpformer_stabler"]["mean"] == pytest.approx(0.0)
+    assert verdicts({"table1_movielens": flat})["fig6_reattention_stabler"]["verdict"] == "not judged"
+    one = readouts.table1_movielens(table_runs(), table_curves(), refs(False), EPS)
+    assert one["curves_falling_back"] == 4  # vanilla's four (ε, seed) curves fall back, DPFormer's none
+
+
 def test_less_stable_dpformer_fails_fig6():
     out = readouts.table1_movielens(table_runs(), table_curves(fall={"transformer": 0.0, "dpformer": 0.003}),
                                     refs(False), EPS)
