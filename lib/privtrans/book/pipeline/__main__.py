@@ -17,7 +17,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import PROFILES, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims
-from . import cache, execute, html, lock, progress, report
+from . import cache, calibration, execute, html, lock, progress, report
 from .discover import discover
 
 
@@ -116,7 +116,8 @@ def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start:
         rows.append({k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")})
     ran = {(nb.chapter, nb.name) for nb, r in zip(all_nbs, rows) if r["status"] == "ok"}
     claim_rows = report.judge_claims(root, profile, ran, seed)
-    summary = report.write_summary(root, profile, seed, rows, claim_rows)
+    # this machine's speed now, so that two builds' minutes can be compared (pipeline/calibration.py)
+    summary = report.write_summary(root, profile, seed, rows, claim_rows, calibration.reference_seconds())
 
     failed = [r for r in rows if r["status"] == "failed"]
     not_run = [r for r in rows if r["status"] == "not run"]

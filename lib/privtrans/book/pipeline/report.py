@@ -90,12 +90,14 @@ def machine() -> dict:
             "memory_gib": round(mem / 2**30, 1), "gpu": bool(shutil.which("nvidia-smi")), "versions": versions()}
 
 
-def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], claim_rows: list[dict]) -> Path:
+def write_summary(root: Path, profile: str, seed: int, notebooks: list[dict], claim_rows: list[dict],
+                  reference_s: float | None = None) -> Path:
+    """``reference_s``: this machine's time for ``calibration.reference_seconds``'s fixed workload."""
     summary = {
         "built": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "profile": profile,
         "seed": seed,
-        "machine": machine(),
+        "machine": {**machine(), "reference_s": reference_s},
         "notebooks": notebooks,
         "claims": [{**{k: r.get(k) for k in SUMMARY_FIELDS},
                     **({"stability": r["stability"]} if r.get("stability") else {})}
@@ -174,7 +176,9 @@ def write_status_page(root: Path, summary: dict):
     m = summary.get("machine") or {}
     lines = [f"Built {summary['built']} at profile **{summary['profile']}**, seed {summary['seed']}, on "
              f"{m.get('platform', '?')} ({m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB, "
-             f"{'a GPU' if m.get('gpu') else 'no GPU'}).", "",
+             f"{'a GPU' if m.get('gpu') else 'no GPU'})"
+             + (f"; it ran the reference workload in {m['reference_s']:.3f} s (`privtrans.book.pipeline.calibration`: "
+                "divide two builds' minutes by it to compare them)" if m.get("reference_s") else "") + ".", "",
              "Only reproductions (statements of the paper tested on data this build produced) count as "
              "the paper's claims; checks guard the book's own construction.", "",
              "```{image} /book/_generated/status.png", ":alt: the paper's claims per chapter: held, contradicted, inconclusive, not judged",
