@@ -25,6 +25,28 @@ def float64():
     torch.set_default_dtype(old)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread, as the notebooks' runs use (two on the shared 2 cores are far slower); restored after."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture
+def clean_figures():
+    """The book's theme changes the global rcParams: give them back, and close every figure."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context():
+        yield
+    plt.close("all")
+
+
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PRIVTRANS_ROOT=str(root))
     return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],

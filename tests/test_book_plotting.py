@@ -14,12 +14,7 @@ from matplotlib.colors import to_hex  # noqa: E402
 from privtrans.book import plotting  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _figures():
-    """The theme changes the global rcParams: give them back, and close every figure."""
-    with matplotlib.rc_context():
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("clean_figures")
 
 
 def _colorblind():

@@ -16,11 +16,7 @@ from privtrans.dp_icl import plots  # noqa: E402
 from privtrans.dp_icl.experiments import summarise  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _figures():
-    with matplotlib.rc_context():
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("clean_figures")
 
 
 def _summary():

@@ -16,12 +16,7 @@ from privtrans.dpformer.data import SeqData  # noqa: E402
 from privtrans.dpformer.train import LABELS  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _figures():
-    """The book's theme changes rcParams: give them back, and close every figure."""
-    with matplotlib.rc_context():
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("clean_figures")
 
 
 def _legend(ax):

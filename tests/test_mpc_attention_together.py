@@ -22,13 +22,7 @@ def assert_state_close(a, b, atol=1e-5):
         torch.testing.assert_close(sa[n], sb[n], atol=atol, rtol=1e-4, msg=n)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the notebooks' runs (two threads on the shared 2 cores are far slower)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,7 @@ COMBOS = [("softmax", "quad"), ("2quad_freediv", "quad"), ("softmax_freediv", "g
 KW = dict(epochs1=1, epochs2=2, lr1=S["lr1"], lr2=S["lr2"])
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

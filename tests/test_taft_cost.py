@@ -20,13 +20,7 @@ CFG = ViTConfig(image=8, patch=4, dim=16, depth=3, heads=2, classes=5)
 CLASSES = 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread, as the module asks of its callers (and as the notebook runs)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture
