@@ -47,6 +47,19 @@ def clean_figures():
     plt.close("all")
 
 
+@pytest.fixture(scope="module")
+def cr():
+    """CrypTen, initialised in this process (its one-party world, for tests of the fixed-point
+    numerics: test_shared_mpc_layers.py, test_shared_mpc_secure_encdec.py); once per module, and
+    ``cfg.functions.sqrt_nr_iters``, which SecureGPT raises for LayerNorm, restored after."""
+    from privtrans.shared.mpc import compat
+
+    cr = compat.crypten()
+    old = cr.cfg.functions.sqrt_nr_iters
+    yield cr
+    cr.cfg.functions.sqrt_nr_iters = old  # SecureGPT raises it for LayerNorm
+
+
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PRIVTRANS_ROOT=str(root))
     return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],

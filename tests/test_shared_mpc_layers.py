@@ -13,7 +13,7 @@ reciprocal approximations give ~1e-3 per op; a wrong mask, cache or scale gives 
 import pytest
 import torch
 
-from privtrans.shared.mpc import compat, parties
+from privtrans.shared.mpc import parties
 from privtrans.shared.mpc.layers import CLIENT, SERVER, SecureGPT, _owner
 from privtrans.shared.mpc.meter import Meter
 from privtrans.shared.models.plain_gpt import VARIANTS, GPTConfig, TinyGPT
@@ -26,14 +26,6 @@ IDS = [3, 7, 1, 5, 2]
 PREFIX, N_NEW = [3, 7, 1], 4
 # (variant, seed) with non-constant greedy continuations at GEN_SIZES: vanilla / ER x KV cache / MM cache
 GEN_CASES = [("crypten", 22), ("only_er", 0), ("only_mm", 0), ("merge", 2)]
-
-
-@pytest.fixture(scope="module")
-def cr():
-    cr = compat.crypten()
-    old = cr.cfg.functions.sqrt_nr_iters
-    yield cr
-    cr.cfg.functions.sqrt_nr_iters = old  # SecureGPT raises it for LayerNorm
 
 
 def _close(got, want, rel=None):

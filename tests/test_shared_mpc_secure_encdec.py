@@ -11,7 +11,7 @@ Tolerances as in test_shared_mpc_layers.py.
 import pytest
 import torch
 
-from privtrans.shared.mpc import compat, parties
+from privtrans.shared.mpc import parties
 from privtrans.shared.mpc.meter import Meter
 from privtrans.shared.mpc.secure_encdec import SecureEncDec
 from privtrans.shared.models.plain_encdec import EncDecConfig, TinyEncDec
@@ -28,14 +28,6 @@ GEN_CASES = [("only_mm", 8), ("merge", 0)]
 # only_er is crypten's model (decoded with ER); "constant" is constant attention without the MM
 # merge, a configuration of no paper variant but a branch of its own in SecureEncDec
 MODELS = [v for v in VARIANTS if v != "only_er"] + ["constant"]
-
-
-@pytest.fixture(scope="module")
-def cr():
-    cr = compat.crypten()
-    old = cr.cfg.functions.sqrt_nr_iters
-    yield cr
-    cr.cfg.functions.sqrt_nr_iters = old  # SecureGPT raises it for LayerNorm
 
 
 def _build(variant, seed=0):

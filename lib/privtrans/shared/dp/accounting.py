@@ -22,8 +22,15 @@ OPACUS_ACCOUNTANTS = {"rdp": RDPAccountant, "prv": PRVAccountant}
 
 
 def _accountant_kw(accountant: str, alphas, eps_error) -> dict:
+    """The keyword arguments of ``get_epsilon``. Both opacus accountants take ``**kwargs`` and drop
+    what they do not use, so an argument given to the other accountant is refused here."""
     if accountant not in OPACUS_ACCOUNTANTS:
         raise ValueError(f"unknown opacus accountant {accountant!r}; choose from {tuple(OPACUS_ACCOUNTANTS)}")
+    for name, value, owner in (("alphas", alphas, "rdp"), ("eps_error", eps_error, "prv")):
+        if value is not None and accountant != owner:
+            raise ValueError(f"{name} is an argument of the {owner.upper()} accountant only, not of "
+                             f"accountant={accountant!r}: pass alphas with accountant='rdp', "
+                             f"eps_error with accountant='prv'")
     kw = {}
     if alphas is not None:
         kw["alphas"] = list(alphas)
@@ -35,8 +42,9 @@ def _accountant_kw(accountant: str, alphas, eps_error) -> dict:
 def opacus_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
                    accountant: str = "rdp", alphas=None, eps_error: float | None = None) -> float:
     """ε of ``steps`` subsampled Gaussian steps by an opacus accountant (its default RDP orders
-    unless ``alphas``; PRV's ``eps_error``). Full-batch steps (q = 1) make opacus warn about
-    log(1 - q); the warnings are silenced because the value is still right."""
+    unless ``alphas``; PRV's ``eps_error``; either one given to the other accountant is a
+    ValueError). Full-batch steps (q = 1) make opacus warn about log(1 - q); the warnings are
+    silenced because the value is still right."""
     kw = _accountant_kw(accountant, alphas, eps_error)
     acc = OPACUS_ACCOUNTANTS[accountant]()
     acc.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
