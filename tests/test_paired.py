@@ -49,3 +49,75 @@ def test_seeds_are_the_notebooks_seed_and_those_after_it():
     assert seeds(3, 2) == [3, 4] and seeds(0, 1) == [0]
     with pytest.raises(ValueError, match="positive integer"):
         seeds(0, 0)
+
+
+# ------------------------------------------------------------------------------------ quantised readings
+def test_ties_of_quantised_readings_are_not_certainty():
+    """(a) Identical readings at every seed, quantised in steps of q: the interval contains 0 and is
+    wider than [0, 0], so the verdict is "cannot tell", not "contradicted"."""
+    from privtrans.book.verdicts import INCONCLUSIVE, cell_verdict
+
+    epochs = [6.0, 6.0, 6.0, 8.0, 8.0, 8.0]
+    flat = paired_difference(epochs, epochs)
+    assert (flat.lo, flat.hi) == (0.0, 0.0)   # without the resolution: the zero-width interval of issue 19
+    p = paired_difference(epochs, epochs, resolution=2.0)
+    assert p.mean == 0 and p.lo < 0 < p.hi and p.hi - p.lo > 0
+    assert p.held is False and p.resolution == 2.0 and "quantised in steps of 2" in p.reason
+    assert cell_verdict(p.as_dict(), 0.0) == INCONCLUSIVE
+    hits = [38 / 943, 25 / 943, 39 / 943]   # HIT@10 over 943 users, the same for both methods
+    h = paired_difference(hits, hits, resolution=1 / 943)
+    assert h.lo < 0 < h.hi and cell_verdict(h.as_dict(), 0.0) == INCONCLUSIVE
+
+
+def test_zero_resolution_leaves_the_interval_bit_for_bit():
+    """(b) q = 0 (the default) gives exactly what the code gave before the resolution existed."""
+    a, b = [0.31, 0.35, 0.29, 0.40, 0.33], [0.27, 0.30, 0.26, 0.35, 0.30]
+    d = [x - y for x, y in zip(a, b)]
+    n, mean = len(d), sum(d) / len(d)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))   # the former code, by hand
+    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    for p in (paired_difference(a, b), paired_difference(a, b, resolution=0.0), paired_difference(a, b, resolution=0)):
+        assert (p.mean, p.lo, p.hi) == (mean, float(mean - half), float(mean + half))   # ==, not isclose
+        assert p.resolution == 0.0 and "quantised" not in p.reason
+        assert p.reason == (f"mean difference {mean:+.4g}, 95% t interval [{mean - half:+.4g}, {mean + half:+.4g}] "
+                            f"over 5 pairs clears the margin +0")
+    lo, hi = stats.t.interval(0.95, n - 1, loc=mean, scale=stats.sem(d))
+    assert math.isclose(p.lo, lo) and math.isclose(p.hi, hi)
+    tie = paired_difference([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    assert (tie.lo, tie.hi, tie.held) == (0.0, 0.0, False)   # exact ties of continuous readings: as before
+    assert paired_difference([0.5, None], [0.4, 0.3]).as_dict() == {
+        "mean": 0.09999999999999998, "lo": None, "hi": None, "n": 1, "confidence": 0.95, "margin": 0.0, "held": None,
+        "reason": "one seed: no interval, not judged", "resolution": 0.0}
+
+
+def test_a_one_step_effect_at_every_seed_still_holds():
+    """(c) Every difference exactly +q (one evaluation sooner at every seed) at n = 6: held at margin 0.
+    With three seeds the same one-step effect is too small to clear the resolution (t(0.975, 2) = 4.3)."""
+    q = 2.0
+    p = paired_difference([4.0] * 6, [2.0] * 6, resolution=q)
+    assert p.mean == q and p.lo > 0 and p.held is True
+    half = stats.t.ppf(0.975, 5) * (q / math.sqrt(6)) / math.sqrt(6)
+    assert math.isclose(p.lo, q - half) and math.isclose(p.hi, q + half)
+    assert paired_difference([4.0] * 3, [2.0] * 3, resolution=q).held is False
+
+
+def test_effective_sd_is_the_quadrature_sum():
+    """(d) The half-width uses sqrt(sd² + q²/6): the sample variance plus two readings' q²/12."""
+    from privtrans.book.paired import effective_sd
+
+    a, b, q = [8.0, 6.0, 8.0, 4.0, 6.0], [6.0, 6.0, 4.0, 4.0, 6.0], 2.0
+    d = [x - y for x, y in zip(a, b)]
+    n, sd = len(d), stats.tstd(d)
+    p = paired_difference(a, b, resolution=q)
+    t = stats.t.ppf(0.975, n - 1)
+    assert math.isclose((p.hi - p.lo) / 2 * math.sqrt(n) / t, math.sqrt(sd ** 2 + q ** 2 / 6))
+    assert math.isclose(effective_sd(sd, q), math.sqrt(sd ** 2 + 2 * (q / math.sqrt(12)) ** 2))
+    assert math.isclose(effective_sd(0.0, q), q / math.sqrt(6)) and effective_sd(0.3, 0) == 0.3
+    assert p.mean == sum(d) / n   # the resolution widens the interval, it does not move it
+
+
+@pytest.mark.parametrize("bad", [-1.0, -1e-12, float("nan"), float("inf"), "0.5", None, True])
+def test_bad_resolution_is_named(bad):
+    """(e) The resolution must be a finite number >= 0; the message says so."""
+    with pytest.raises(ValueError, match="resolution must be a finite number >= 0"):
+        paired_difference([1.0, 2.0], [1.0, 2.0], resolution=bad)

@@ -112,3 +112,12 @@ def test_bad_interval_shapes_are_named():
         V.cells(0.5)
     with pytest.raises(V.ClaimShapeError, match="cell 'a'"):
         V.cells({"a": 1.0})
+
+
+def test_identical_quantised_readings_are_inconclusive_and_the_reason_names_the_step():
+    """Ties at every seed of a measure read in steps of 2 (epochs): not an exclusion of the claim."""
+    tie = paired_difference([4, 4, 6, 2, 4, 6], [4, 4, 6, 2, 4, 6], resolution=2).as_dict()
+    verdict, reason = V.judge_intervals(tie, 0.0)
+    assert verdict == V.INCONCLUSIVE and "readings in steps of 2" in reason and "n = 6" in reason
+    exact = paired_difference([4, 4, 6], [4, 4, 6]).as_dict()  # a continuous measure: [0, 0] excludes it
+    assert V.judge_intervals(exact, 0.0)[0] == V.CONTRADICTED and "steps of" not in V.judge_intervals(exact, 0.0)[1]

@@ -6,11 +6,18 @@ A t interval (scipy.stats.t) rather than a bootstrap: with the 3-5 seeds a CPU b
 bootstrap's interval is too narrow (it cannot see beyond the sampled spread); t is the textbook
 choice for small paired samples. An exact tie never holds (lo == margin is not above it), and fewer
 than two seeds give no interval: the claim is then "not judged".
+
+Quantised readings (an epoch observed only at evaluations every q epochs, a hit rate that is a count
+of users over N) cannot show a difference below their step q: identical readings at every seed give
+a sample sd of 0 and a t interval [0, 0], which is not certainty. Given ``resolution=q``, each reading
+carries the uncertainty of a uniform error of width q, q/√12, so that a difference of two carries
+q²/6, combined in quadrature with the sample variance (see :func:`paired_difference`).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -27,6 +34,7 @@ class Paired:
     margin: float
     held: bool | None  # lo > margin; None when there is no interval
     reason: str
+    resolution: float = 0.0  # step q of the quantised readings (0: continuous); widens the interval
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -45,26 +53,49 @@ def _floats(xs, name) -> list[float | None]:
     return [None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x) for x in xs]
 
 
-def paired_difference(a, b, *, margin: float = 0.0, confidence: float = 0.95) -> Paired:
-    """The t interval on a[i] - b[i] (pairs with a missing value are dropped) and whether it clears margin."""
+def _resolution(q) -> float:
+    if isinstance(q, bool) or not isinstance(q, numbers.Real) or not math.isfinite(q) or q < 0:
+        raise ValueError(f"resolution must be a finite number >= 0 (0 for continuous readings, else the step "
+                         f"of the quantised readings, e.g. the evaluation interval or 1/N), got {q!r}")
+    return float(q)
+
+
+def paired_difference(a, b, *, margin: float = 0.0, confidence: float = 0.95, resolution: float = 0.0) -> Paired:
+    """The t interval on a[i] - b[i] (pairs with a missing value are dropped) and whether it clears margin.
+
+    ``resolution`` q > 0: the readings are quantised in steps of q, and the half-width uses
+    sd_eff = sqrt(sd² + q²/6) instead of the sample sd: GUM (JCGM 100:2008, F.2.2.1) gives a reading of
+    resolution q the standard uncertainty q/√12 (uniform error of width q), so a difference of two
+    readings carries q²/6 on top of the spread across seeds. q = 0 leaves the interval as it was.
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    q = _resolution(resolution)
     a, b = _floats(a, "a"), _floats(b, "b")
     if len(a) != len(b):
         raise ValueError(f"a and b must hold one value per seed each, got {len(a)} and {len(b)} values")
     d = [x - y for x, y in zip(a, b) if x is not None and y is not None]
     n = len(d)
     if n == 0:
-        return Paired(None, None, None, 0, confidence, margin, None, "no seed has both values")
+        return Paired(None, None, None, 0, confidence, margin, None, "no seed has both values", q)
     mean = sum(d) / n
     if n < 2:
         return Paired(mean, None, None, n, confidence, margin, None,
-                      "one seed: no interval, not judged")
+                      "one seed: no interval, not judged", q)
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
+    if q > 0:
+        sd = effective_sd(sd, q)
     half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     lo, hi = float(mean - half), float(mean + half)
     held = bool(lo > margin)
     pct = f"{confidence:.0%}"
-    reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n} pairs "
+    quantised = f" (readings quantised in steps of {q:.4g}: q/√12 each, in the interval)" if q > 0 else ""
+    reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n} pairs{quantised} "
               f"{'clears' if held else 'does not clear'} the margin {margin:+.4g}")
-    return Paired(mean, lo, hi, n, confidence, margin, held, reason)
+    return Paired(mean, lo, hi, n, confidence, margin, held, reason, q)
+
+
+def effective_sd(sd: float, resolution: float) -> float:
+    """sqrt(sd² + q²/6): the sample sd of paired differences with both readings' resolution
+    uncertainty (q/√12 each, GUM F.2.2.1) added in quadrature."""
+    return math.sqrt(sd ** 2 + _resolution(resolution) ** 2 / 6)

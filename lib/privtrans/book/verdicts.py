@@ -151,7 +151,10 @@ def describe_cell(name: str, cell: Mapping) -> str:
     head = f"{name}: " if name else ""
     if cell.get("lo") is None:
         return f"{head}mean {_g(cell.get('mean'))} over {cell.get('n') or 0} seed(s), no interval"
-    return f"{head}{_g(cell['mean'])} [{_g(cell['lo'])}, {_g(cell['hi'])}] ({conf:.0%}, n = {cell['n']})"
+    # a quantised measure's step enters the interval (book.paired): say it, so that a wide interval
+    # around identical readings reads as the measure's limit, not as noise
+    step = f", readings in steps of {cell['resolution']:.4g}" if cell.get("resolution") else ""
+    return f"{head}{_g(cell['mean'])} [{_g(cell['lo'])}, {_g(cell['hi'])}] ({conf:.0%}, n = {cell['n']}{step})"
 
 
 def judge_intervals(value, margin: float, need=None, effect: float | None = None) -> tuple[str, str]:
