@@ -14,26 +14,48 @@ the value ``getrusage().ru_maxrss`` reports) is read; the difference is the peak
 training step. Timing is the median over the timed steps (after one warm-up step) of the
 process CPU time (``cpu_s``; robust on a machine shared with other jobs, exact for 1 thread) and of
 the wall time (``step_s``), with a fixed number of torch threads. :func:`memory_model` is the analytic count of the same.
+
+Phantom's speed against non-private training is not read off the sweep (one median of a few steps per
+method, measured in separate processes at different times: two builds gave 2.57× and 1.39×). It is
+timed by :func:`interleaved_speed`: both steps built in one process, warmed up, then ``repeats`` rounds
+in which each method times ``steps_per_repeat`` steps, the order alternating (A B, B A, …:
+:func:`interleaved_order`) so that a drift of the machine or a first/second position effect falls on
+both alike. :func:`speed_vs_nonprivate` judges the per-repeat times by the paired t interval of the log
+time ratio across repeats (:func:`privtrans.book.paired.paired_difference`).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import math
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 
 METHODS = ("nonprivate", "phantom", "paper_ghost", "opacus_ghost", "opacus_hooks")
 
 
 def random_batch(n_items: int, length: int, batch: int, seed: int = 0):
-    """Item sequences with a zipf-ish popularity (repeats) and left padding; next-item targets."""
+    """Item sequences with a zipf-ish popularity (repeats) and left padding; next-item targets.
+
+    Needs integers n_items >= 1, length >= 2 and batch >= 1 (a ValueError naming the argument otherwise)."""
+    import numbers
+
     import torch
 
+    for name, value, low, why in (
+            ("n_items", n_items, 1, " (item ids 1..n_items; 0 is the pad)"),
+            ("length", length, 2, " (inputs and next-item targets are length + 1 draws, left padding up to "
+                                  "length // 2 - 1)"),
+            ("batch", batch, 1, "")):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(f"random_batch: {name} must be an integer >= {low}{why}, got {value!r}")
     g = torch.Generator().manual_seed(seed)
     ranks = torch.arange(1, n_items + 1, dtype=torch.float64)
     seqs = torch.multinomial((1 / ranks).expand(batch, -1), length + 1, replacement=True, generator=g) + 1
@@ -200,20 +222,24 @@ def memory_model(method: str, n_items: int, length: int, batch: int, d: int = 64
     """Analytic bytes of one step: shared activations + the method's clipping intermediates.
 
     Counts only the dominant terms (float32): logits, their softmax and gradient (3·B·L·M), the
-    per-layer activations (~12·B·L·d per block), parameters (+ grads), and per method:
+    per-layer activations (~12·B·L·d per block), parameters (+ grads; exactly the trained model's:
+    per block 6·d² weights and 10·d biases and LayerNorm entries, the final LayerNorm 2·d, the
+    embeddings), and per method:
     Phantom: ~(2 per ghost Linear·6 per block + 5 for the tied embedding)·B·L² Gram entries and
     the logit gradient B·L·M, held until the clipped sum is formed;
     paper Ghost (d/2): the same held gradient, the candidate embedding and its grad 2·B·M·d/2, the M×M Gram and mask
     B·M²·(4 + 1) bytes; opacus ghost (d/2): Linear-head Gram 2·B·L² plus the same per-block terms;
-    opacus hooks: per-sample grads of every parameter, tied embedding twice (B·2·M·d) + the rest.
+    opacus hooks: per-sample grads of every parameter, tied embedding twice (B·(params + M·d)).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     b, t, m = batch, length, n_items + 1
     dd = d // 2 if method in ("paper_ghost", "opacus_ghost") else d
-    block_params = n_blocks * (6 * dd * dd + 12 * dd)
+    # per block: q, k, v, out and the two FFN Linears (d×d + d each, ffn_dim = d), two LayerNorms (2·d each)
+    block_params = n_blocks * (6 * dd * dd + 6 * dd + 2 * 2 * dd)
+    final_ln = 2 * dd
     emb_params = m * dd * (2 if method in ("paper_ghost", "opacus_ghost") else 1) + t * dd
-    params = block_params + emb_params
+    params = block_params + final_ln + emb_params
     act = 3 * b * t * m + 12 * n_blocks * b * t * dd + 4 * b * t * dd
     clip = 0
     if method == "phantom":  # Gram matrices + the logit gradient held until the clipped sum
@@ -223,7 +249,7 @@ def memory_model(method: str, n_items: int, length: int, batch: int, d: int = 64
     elif method == "paper_ghost":
         clip = (2 * 6 * n_blocks + 2) * b * t * t + b * t * m + 2 * b * m * dd + b * m * m * (1 + 1 / bytes_per)
     elif method == "opacus_hooks":
-        clip = b * (2 * m * dd + block_params + t * dd)
+        clip = b * (params + m * dd)  # the tied item table once per module (lookup and head)
     total = bytes_per * (act + 2 * params + clip)
     per_sample = bytes_per * (act + clip) / b
     return dict(method=method, M=n_items, B=batch, total_bytes=total, per_sample_bytes=per_sample,
@@ -325,3 +351,138 @@ def loglog_slope(x, y) -> float:
 
     lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
     return float(np.polyfit(lx, ly, 1)[0]) if len(lx) >= 2 else float("nan")
+
+
+# ------------------------------------------------------------------ Phantom's speed vs non-private
+SPEED_PAIR = ("phantom", "nonprivate")  # the two methods of the speed claim: Phantom, its reference
+
+
+def _check_repeats(repeats) -> int:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
+        raise ValueError(f"repeats must be an integer >= 2 (a paired interval across repeats needs at least two), "
+                         f"got {repeats!r}")
+    return repeats
+
+
+def interleaved_order(repeats: int, methods: Sequence[str] = SPEED_PAIR) -> list[tuple[str, str]]:
+    """The order in which two methods are timed in each repeat: (A, B), (B, A), (A, B), …
+
+    Alternating, so that a slow drift of the machine or an effect of running first or second
+    (caches, the allocator, a neighbour's job) falls on both methods alike across the repeats."""
+    _check_repeats(repeats)
+    if isinstance(methods, str) or len(methods) != 2 or methods[0] == methods[1]:
+        raise ValueError(f"methods must be two different names, got {methods!r}")
+    a, b = methods
+    return [(a, b) if i % 2 == 0 else (b, a) for i in range(repeats)]
+
+
+def time_interleaved(steps: Mapping[str, Callable[[], None]], repeats: int, steps_per_repeat: int, *,
+                     warmup: int = 1, clock: Callable[[], float] = time.process_time) -> dict:
+    """Time two step functions in :func:`interleaved_order`: per repeat, each method runs
+    ``steps_per_repeat`` consecutive steps, each timed by ``clock``, and its time in that repeat is
+    their median (one step disturbed by a neighbour's job does not move it). Each method first runs
+    ``warmup`` untimed steps (Phantom also validates its factors against autograd in its first step);
+    garbage is collected once after the warm-up and the cycle collector is off while the rounds run.
+
+    Returns {"order": [[first, second], …], "times": {method: [seconds per step, one per repeat]},
+    "step_times": {method: [[every timed step's seconds], one list per repeat]}, "steps_per_repeat",
+    "warmup"}."""
+    methods = tuple(steps)
+    order = interleaved_order(repeats, methods)
+    if isinstance(steps_per_repeat, bool) or not isinstance(steps_per_repeat, int) or steps_per_repeat < 1:
+        raise ValueError(f"steps_per_repeat must be a positive integer, got {steps_per_repeat!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+    for m in methods:
+        for _ in range(warmup):
+            steps[m]()
+    blocks: dict[str, list[list[float]]] = {m: [] for m in methods}
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()  # as timeit does: no cycle collection lands inside one method's timed steps
+    try:
+        for pair in order:
+            for m in pair:
+                block = []
+                for _ in range(steps_per_repeat):
+                    t0 = clock()
+                    steps[m]()
+                    block.append(clock() - t0)
+                blocks[m].append(block)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return {"order": [list(p) for p in order],
+            "times": {m: [statistics.median(b) for b in bs] for m, bs in blocks.items()},
+            "step_times": blocks, "steps_per_repeat": steps_per_repeat, "warmup": warmup}
+
+
+def interleaved_speed(n_items: int, length: int, batch: int, d: int = 64, *, repeats: int,
+                      steps_per_repeat: int, warmup: int = 1, threads: int = 1,
+                      methods: Sequence[str] = SPEED_PAIR, seed: int = 0,
+                      clock: Callable[[], float] = time.process_time) -> dict:
+    """:func:`time_interleaved` on real training steps (:func:`make_step`, same batch and seed for
+    both methods) in this process with ``threads`` torch threads (restored afterwards). With one thread
+    the process CPU time (the default clock) is the step's compute time, whatever else runs beside it."""
+    import torch
+
+    _check_repeats(repeats)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        steps = {m: make_step(m, n_items, length, batch, d, seed=seed) for m in methods}
+        out = time_interleaved(steps, repeats, steps_per_repeat, warmup=warmup, clock=clock)
+    finally:
+        torch.set_num_threads(before)
+    out.update(M=n_items, L=length, B=batch, d=d, threads=threads)
+    return out
+
+
+def speed_vs_nonprivate(run: Mapping, *, max_time_ratio: float = 1.5, confidence: float = 0.95) -> dict:
+    """Phantom's training speed relative to non-private training, judged across interleaved repeats.
+
+    ``run``: what :func:`interleaved_speed` (or :func:`time_interleaved`) returned; its ``times`` hold
+    one time per repeat for "phantom" and for "nonprivate".
+
+    The paired t interval (:func:`~privtrans.book.paired.paired_difference`) of
+    log(t_nonprivate) − log(t_phantom) over the repeats: the log of Phantom's relative speed, the
+    quantity the paper states ("0.68× training speed of the non-private version"). Its margin is
+    −log(max_time_ratio): the interval clears it when the time ratio's interval lies below
+    ``max_time_ratio``. Logs, because a ratio's noise is multiplicative; exp of the interval gives the
+    geometric-mean time ratio t_phantom / t_nonprivate and its interval.
+
+    Returns the recorded values: ``phantom_log_speed_vs_nonprivate`` (the interval, as a dict),
+    ``time_ratio_phantom_nonprivate_interleaved`` ({gm, lo, hi, …}), ``speed_times`` (the per-repeat
+    seconds per step it was computed from) and ``speed_run`` (the rest of ``run``: the order, M, the
+    steps per repeat and every timed step)."""
+    if not isinstance(run, Mapping) or not isinstance(run.get("times"), Mapping):
+        raise ValueError("run must be interleaved_speed's result, a mapping with the per-repeat 'times' of "
+                         f"each method; got {type(run).__name__}")
+    times = run["times"]
+    if not (isinstance(max_time_ratio, (int, float)) and not isinstance(max_time_ratio, bool)
+            and math.isfinite(max_time_ratio) and max_time_ratio > 0):
+        raise ValueError(f"max_time_ratio must be a positive number, got {max_time_ratio!r}")
+    private, reference = SPEED_PAIR
+    for m in (private, reference):
+        if m not in times:
+            raise ValueError(f"the timings lack the method {m!r} (have {sorted(times)})")
+    tp, tr = list(times[private]), list(times[reference])
+    if len(tp) != len(tr):
+        raise ValueError(f"one time per repeat for each method, got {len(tp)} for {private} and {len(tr)} for "
+                         f"{reference}")
+    _check_repeats(len(tp))
+    bad = [t for t in tp + tr if not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0)]
+    if bad:
+        raise ValueError(f"step times must be positive finite seconds, got {bad[:3]}")
+    from privtrans.book.paired import paired_difference
+
+    p = paired_difference([math.log(t) for t in tr], [math.log(t) for t in tp],
+                          margin=-math.log(max_time_ratio), confidence=confidence)
+    return {
+        "phantom_log_speed_vs_nonprivate": p.as_dict(),
+        "time_ratio_phantom_nonprivate_interleaved": {
+            "gm": math.exp(-p.mean), "lo": math.exp(-p.hi), "hi": math.exp(-p.lo), "repeats": p.n,
+            "confidence": confidence, "max_time_ratio": float(max_time_ratio)},
+        "speed_times": {private: [float(t) for t in tp], reference: [float(t) for t in tr]},
+        "speed_run": {k: v for k, v in run.items() if k != "times"},
+    }

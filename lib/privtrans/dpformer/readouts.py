@@ -12,6 +12,8 @@ table without its required columns) a ValueError names what is missing.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import pandas as pd
 
@@ -124,6 +126,14 @@ def fig3_memory_speed(measured: pd.DataFrame, modelled: pd.DataFrame, isolated: 
     }
 
 
+def fig3_speed_vs_nonprivate(run: dict) -> dict:
+    """Phantom's step time against the non-private step's, timed in interleaved repeats
+    (``efficiency.interleaved_speed``): the paired t interval over the repeats of the log speed ratio
+    log(t_nonprivate / t_phantom) against −log 1.5, and the geometric-mean time ratio with its interval
+    (``efficiency.speed_vs_nonprivate``)."""
+    return efficiency.speed_vs_nonprivate(run)
+
+
 # ------------------------------------------------------------------------------------ Figure 2
 def fig2_sharing_grid(grid: pd.DataFrame, refs: pd.DataFrame) -> dict:
     """Figure 2 over the B × lr grid: where the tie beats both untied arms, and its best cell.
@@ -226,9 +236,11 @@ def _per_seed(runs: pd.DataFrame, method: str, epsilon, metric: str = "ndcg@10")
     return {int(s): float(v) for s, v in zip(sub.seed, sub[metric])}
 
 
-def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str, metric: str = "ndcg@10") -> list[dict] | None:
+def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str, metric: str = "ndcg@10",
+                   resolution: float = 0.0) -> list[dict] | None:
     """``a`` against ``b`` at each ε on the seeds both ran (paired t interval on the differences of
-    ``metric``, ``privtrans.book.paired``); None if either method lacks every run at some ε."""
+    ``metric``, ``privtrans.book.paired``; ``resolution``: the step of a quantised metric, e.g. 1/N
+    for HIT@10 over N users); None if either method lacks every run at some ε."""
     out = []
     for e in epsilons:
         pa, pb = _per_seed(runs, a, e, metric), _per_seed(runs, b, e, metric)
@@ -237,18 +249,18 @@ def paired_per_eps(runs: pd.DataFrame, epsilons, a: str, b: str, metric: str = "
         seeds = sorted(pa.keys() & pb.keys())
         va, vb = [pa[s] for s in seeds], [pb[s] for s in seeds]
         out.append({"epsilon": e, "seeds": seeds, "values": {a: va, b: vb},
-                    **paired_difference(va, vb).as_dict()})
+                    **paired_difference(va, vb, resolution=resolution).as_dict()})
     return out
 
 
-def paired_keyed(a: dict, b: dict, margin: float = 0.0, **labels) -> dict:
+def paired_keyed(a: dict, b: dict, margin: float = 0.0, resolution: float = 0.0, **labels) -> dict:
     """Paired interval (``privtrans.book.paired``) of ``a[k] - b[k]`` over the keys both have (seeds,
     or (ε, seed) pairs, or grid cells), with the keys and the values it used, for the record; it
-    holds when its lower end is above ``margin``."""
+    holds when its lower end is above ``margin``. ``resolution``: the step of quantised values."""
     keys = sorted(a.keys() & b.keys(), key=str)
     va, vb = [a[k] for k in keys], [b[k] for k in keys]
     return {**labels, "keys": [list(k) if isinstance(k, tuple) else k for k in keys], "a": va, "b": vb,
-            **paired_difference(va, vb, margin=margin).as_dict()}
+            **paired_difference(va, vb, margin=margin, resolution=resolution).as_dict()}
 
 
 def all_held(pairs) -> bool | None:
@@ -275,16 +287,28 @@ def above_reference(runs: pd.DataFrame, epsilons, methods, reference: float) -> 
     return best[1] if best else {"method": None, "epsilon": None, "held": None, "reason": "no DP run"}
 
 
-def table_orderings(runs: pd.DataFrame, epsilons) -> dict:
+def _n_users(n_test_users) -> int:
+    if isinstance(n_test_users, bool) or not isinstance(n_test_users, numbers.Integral) or n_test_users < 1:
+        raise ValueError(f"n_test_users must be the number of evaluated test users (a positive integer, "
+                         f"len(split.test_target)), got {n_test_users!r}")
+    return int(n_test_users)
+
+
+def table_orderings(runs: pd.DataFrame, epsilons, *, n_test_users: int) -> dict:
     """The orderings Tables 1 and 2 claim, per ε in the order of ``epsilons``: seed means (shown) and
-    paired intervals across seeds (judged); NDCG@10 per method."""
+    paired intervals across seeds (judged); NDCG@10 per method. HIT@10 is a count of hits over the
+    ``n_test_users`` evaluated users: its intervals carry the resolution 1/N (``privtrans.book.paired``).
+    NDCG@10 needs none: a user's term takes 11 values, so a mean over N moves in steps as small as
+    (1/log2 10 − 1/log2 11)/N, and its readings are not on a grid."""
+    n_users = _n_users(n_test_users)
     pairs = {
         "dpformer_vs_vanilla": paired_per_eps(runs, epsilons, DPFORMER, VANILLA),
         "vanilla_vs_untied": paired_per_eps(runs, epsilons, VANILLA, UNTIED),
         "vanilla_vs_gru": paired_per_eps(runs, epsilons, VANILLA, "gru"),
         "vanilla_vs_lstm": paired_per_eps(runs, epsilons, VANILLA, "lstm"),
         # the tables' second metric, HIT@10, for the ordering the text's "further boosts" claims
-        "dpformer_vs_vanilla_hit": paired_per_eps(runs, epsilons, DPFORMER, VANILLA, "hit@10"),
+        "dpformer_vs_vanilla_hit": paired_per_eps(runs, epsilons, DPFORMER, VANILLA, "hit@10",
+                                                  resolution=1.0 / n_users),
     }
     return {
         **pairs,
@@ -324,10 +348,25 @@ def convergence_epoch(curves: pd.DataFrame, method: str, share: float = 0.9, key
     return out
 
 
+def evaluation_step(curves: pd.DataFrame, methods=(VANILLA, DPFORMER)) -> float:
+    """The widest gap between consecutive logged epochs of ``methods``' curves, counted from epoch 0
+    (``eval_every`` where the run length is a multiple of it): the resolution of an epoch read off
+    those curves, which only say that a curve crossed somewhere since the previous evaluation; 0.0
+    without curves."""
+    gaps = [0.0]
+    for _, g in curves[curves.method.isin(methods)].groupby(["method", "epsilon", "seed"]):
+        ep = np.unique(np.concatenate([[0.0], g.epoch.to_numpy(float)]))
+        gaps.append(float(np.diff(ep).max()) if len(ep) > 1 else 0.0)
+    return max(gaps)
+
+
 def faster_convergence(curves: pd.DataFrame) -> dict:
     """Figure 6's "faster convergence": per (ε, seed), vanilla's epoch of reaching 90 % of its best
-    NDCG@10 minus DPFormer's (paired; above zero when DPFormer gets there sooner)."""
+    NDCG@10 minus DPFormer's (paired; above zero when DPFormer gets there sooner). The epochs are
+    read at evaluations only: the interval carries that resolution (:func:`evaluation_step`), so
+    ties at every seed say "cannot tell", not "no difference"."""
     return paired_keyed(convergence_epoch(curves, VANILLA), convergence_epoch(curves, DPFORMER),
+                        resolution=evaluation_step(curves),
                         what="epoch at 90 % of the run's best test NDCG@10, vanilla − DPFormer, per (ε, seed)")
 
 
@@ -367,7 +406,7 @@ def _seeds(runs: pd.DataFrame) -> list[int]:
     return sorted(int(s) for s in runs.seed.unique())
 
 
-def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons) -> dict:
+def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons, n_test_users) -> dict:
     _require(runs, ["method", "epsilon", "seed", "ndcg@10", "hit@10", "epsilon_spent"], "the runs table")
     spread = experiments.seed_spread(curves)
     sv, sd = _spread(spread, VANILLA, "std_across_seeds"), _spread(spread, DPFORMER, "std_across_seeds")
@@ -376,11 +415,12 @@ def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
         "epsilons": list(epsilons),
         "seeds": _seeds(runs),
         "n_seeds": int(runs.groupby(["method", "epsilon"]).seed.nunique().min()),
+        "n_test_users": _n_users(n_test_users),   # HIT@10's resolution is 1 / n_test_users
         "dpformer_stabler": stability(curves),
         "curves_falling_back": curves_falling_back(curves),
         "dpformer_converges_faster": faster_convergence(curves),
         "gain_at_largest_minus_smallest_eps": gain_at_largest_minus_smallest_eps(runs, epsilons),
-        **table_orderings(runs, epsilons),
+        **table_orderings(runs, epsilons, n_test_users=n_test_users),
         "most_popular_ndcg": _ref(refs, "most_popular"),
         "best_dp_ndcg": float(runs.groupby(["method", "epsilon"])["ndcg@10"].mean().max()),
         "best_dp_vs_most_popular": above_reference(runs, epsilons, sorted(runs.method.unique()),
@@ -394,16 +434,18 @@ def _table_values(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, 
     }
 
 
-def table1_movielens(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons) -> dict:
+def table1_movielens(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons, *,
+                     n_test_users: int) -> dict:
     """Table 1 and Figure 6: mean NDCG@10 per method and ε, the orderings the paper claims, the
-    MostPopular anchor, and the seed spread of the vanilla Transformer and DPFormer during training."""
-    return _table_values(runs, curves, refs, epsilons)
+    MostPopular anchor, and the seed spread of the vanilla Transformer and DPFormer during training.
+    ``n_test_users``: the users HIT@10 is averaged over (``len(split.test_target)``)."""
+    return _table_values(runs, curves, refs, epsilons, n_test_users)
 
 
 def table2_amazon_like(runs: pd.DataFrame, curves: pd.DataFrame, refs: pd.DataFrame, epsilons,
-                       grid: pd.DataFrame) -> dict:
+                       grid: pd.DataFrame, *, n_test_users: int) -> dict:
     """Table 2 as Table 1 (plus the oracle), and Figure 7: DPFormer − vanilla per grid cell."""
-    out = _table_values(runs, curves, refs, epsilons)
+    out = _table_values(runs, curves, refs, epsilons, n_test_users)
     out.update(
         oracle_ndcg=_ref(refs, "oracle"),
         oracle_hit=_ref(refs, "oracle", "hit@10"),
