@@ -336,3 +336,16 @@ def test_table1_spu_readout_and_its_claims():
     worse = readouts.table1_spu(spu_table1(freediv_rounds=20, freediv_lan=0.25))
     assert not worse["spu_freediv_cheaper_aby3"] and not worse["spu_softmax_freediv_beats_2quad_aby3"]
     assert verdict("t1_freediv_cheaper_spu_aby3", worse) == "contradicted"
+
+
+def test_teacher_metrics_table_per_task_and_seed():
+    teachers = {"mr2": [{"metric": 0.8, "seconds": 10.0, "cfg": {"n_out": 2}}, {"metric": 0.7, "seconds": 12.0, "cfg": {"n_out": 2}}],
+                "mrreg": [{"metric": 0.3, "seconds": 5.0, "cfg": {"n_out": 1}}, {"metric": 0.5, "seconds": 7.0, "cfg": {"n_out": 1}}]}
+    out = readouts.teacher_metrics(teachers, [4, 5])
+    assert out["by_task"] == {"mr2": [0.8, 0.7], "mrreg": [0.3, 0.5]}
+    r = {row["task"]: row for row in out["rows"]}
+    assert r["mr2"]["metric"] == "accuracy" and r["mrreg"]["metric"] == "correlation"
+    assert r["mr2"]["mean"] == pytest.approx(0.75) and r["mr2"]["sd"] == pytest.approx(np.std([0.8, 0.7], ddof=1))
+    assert r["mr2"]["seed 5"] == 0.7 and r["mrreg"]["seconds (mean)"] == pytest.approx(6.0)
+    with pytest.raises(ValueError, match="task 'mr2': 2 teachers for 3 seeds"):
+        readouts.teacher_metrics(teachers, [4, 5, 6])

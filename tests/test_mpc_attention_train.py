@@ -68,3 +68,36 @@ def test_converted_stores_grouped_students_under_lone_keys(tmp_path, monkeypatch
         lone = X.student("mr2", S, 0, a, f)
         assert all(torch.equal(lone["state"][n], c["state"][n]) for n in lone["state"])
         assert (lone["before"], lone["after_stage2"]) == (c["before"], c["after_stage2"]) == (r["before"], r["after_stage2"])
+
+
+def test_the_first_notebook_trains_every_teacher_the_later_ones_distil_from():
+    """Notebook 01 trains the teachers of every task and seed (``teacher_tasks``, ``seeds``) so that
+    Tables 2-5 start from them: the same settings bag (same cache keys), tasks and seeds, per profile."""
+    for p in profiles.PROFILES:
+        first = profiles.settings("mpc_attention", "fig5_7_denominators", p)
+        for later, tasks in (("tables2_6_schemes", lambda c: [c["task"]]), ("table4_5_tasks", lambda c: c["table4_tasks"])):
+            cfg = profiles.settings("mpc_attention", later, p)
+            assert cfg["tasks"] == first["tasks"], f"{p}: {later} distils from teachers of other settings"
+            assert cfg["seeds"] == first["seeds"], f"{p}: {later} has {cfg['seeds']} seeds, notebook 01 trains {first['seeds']}"
+            assert set(tasks(cfg)) <= set(first["teacher_tasks"]), f"{p}: {later} needs a teacher notebook 01 does not train"
+
+
+def test_rows_left_undistilled_decide_no_claim_and_are_not_reused():
+    """``not_distilled`` may only hold Table 2 rows that no claim reads and Table 4 does not reuse."""
+    claim_rows = {("2quad_freediv", "quad"), ("scaling", "quad")}  # t3_accuracy_kept, t2_scaling_collapses
+    for p in profiles.PROFILES:
+        cfg = profiles.settings("mpc_attention", "tables2_6_schemes", p)
+        skipped = {tuple(c) for c in cfg["not_distilled"]}
+        table4 = {tuple(c) for c in profiles.settings("mpc_attention", "table4_5_tasks", p)["combos"]}
+        assert skipped <= {tuple(c) for c in cfg["combos"]} - {("softmax", "gelu")}, p
+        assert not skipped & (claim_rows | table4), f"{p}: {skipped & (claim_rows | table4)} decide a claim or are reused"
+
+
+def test_teachers_reads_back_each_task_and_seed_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
+    monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path))
+    got = X.teachers(["mr2"], S, [0, 1])
+    assert len(list(tmp_path.glob("teacher-*.pt"))) == 2
+    monkeypatch.setattr(train, "train_teacher", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained")))
+    again = X.converted(["mr2"], S, [0, 1], [])["mr2"]["teachers"]
+    assert [t["metric"] for t in got["mr2"]] == [t["metric"] for t in again]

@@ -203,18 +203,26 @@ def students_of_teacher(name: str, s: dict, seed: int, combos, per_head: bool = 
         cache.put("student", cache.key(parts[i], CODE), out, parts[i])
 
 
+def teachers(tasks, s: dict, seeds: list[int], progress=None) -> dict:
+    """{task: [teacher per seed]}: the teachers the cache lacks trained on every core (with
+    ``TOGETHER``, one call per task trains its missing seeds together), then read back in order."""
+    if TOGETHER:
+        workers.in_parallel([partial(teachers_together, t, s, list(seeds)) for t in tasks], progress=progress)
+    else:
+        workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
+    return {t: [teacher(t, s, sd) for sd in seeds] for t in tasks}
+
+
 def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, progress=None) -> dict:
     """{task: {"teachers": [teacher per seed], "students": {"att+act": [student per seed]}}}.
 
-    Teachers first (every student distils from its seed's teacher), then the students, each phase
-    on every core (with ``TOGETHER``, one call per group trains its missing seeds together); the
-    results are then read back from the cache in order."""
+    Teachers first (every student distils from its seed's teacher: ``teachers``), then the students
+    on every core; the results are then read back from the cache in order."""
+    teachers(tasks, s, seeds, progress)
     if TOGETHER:
-        workers.in_parallel([partial(teachers_together, t, s, list(seeds)) for t in tasks], progress=progress)
         workers.in_parallel([partial(students_together, t, s, list(seeds), a, f, per_head)
                              for t in tasks for a, f in combos], progress=progress)
     else:
-        workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
         combos = [tuple(c) for c in combos]
         chunks = [combos[i:i + STUDENTS_PER_JOB] for i in range(0, len(combos), STUDENTS_PER_JOB)]
         workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)

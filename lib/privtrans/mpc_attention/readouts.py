@@ -71,6 +71,24 @@ def fig5_7_denominators(t: dict, relu_eps: dict | None = None) -> dict:
     return out
 
 
+def teacher_metrics(teachers: dict, seeds: list[int]) -> dict:
+    """The teachers of every task and seed (``experiments.teachers``): one table row per task (mean,
+    sd and each seed's dev metric, training seconds) and {task: [metric per seed]} to record."""
+    import statistics
+
+    rows, by_task = [], {}
+    for task, ts in teachers.items():
+        if len(ts) != len(seeds):
+            raise ValueError(f"task {task!r}: {len(ts)} teachers for {len(seeds)} seeds {seeds}")
+        m = [num(t["metric"]) for t in ts]
+        by_task[task] = m
+        rows.append({"task": task, "metric": "correlation" if ts[0].get("cfg", {}).get("n_out") == 1 else "accuracy",
+                     "mean": mean(m), "sd": statistics.stdev(m) if len(m) > 1 else None,
+                     **{f"seed {sd}": v for sd, v in zip(seeds, m)},
+                     "seconds (mean)": mean([t.get("seconds") for t in ts])})
+    return {"rows": rows, "by_task": by_task}
+
+
 GROUPS = ("Embed", "Linear", "Softmax", "Norm", "Act")
 REPLACED = ("Softmax", "Act")  # the groups a scheme replaces; the others are the same in every scheme
 
