@@ -72,7 +72,10 @@ def book(tmp_path_factory):
     and the browser test share it)."""
     root = tmp_path_factory.mktemp("book") / "repo"
     shutil.copytree(REPO, root, ignore=IGNORE)
-    proc = pipeline(root, "--profile", "smoke")
+    # three notebooks at a time (of different chapters): the smoke build is mostly kernel starts,
+    # imports and MPC parties waiting on each other, so the 2 cores idle at one notebook at a time
+    # (the 42 notebooks, one build each on 2 cores: 499 s two at a time, 325 s three)
+    proc = pipeline(root, "--profile", "smoke", "--jobs", "3")
     print(proc.stdout[-6000:], proc.stderr[-6000:])
     assert proc.returncode == 0, f"smoke build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return root, proc

@@ -1,4 +1,4 @@
-"""python -m privtrans.book.pipeline [--profile ci] [--seed 0] [--chapter CH ...] [--notebook CH/NAME ...] [--no-html] [--force]
+"""python -m privtrans.book.pipeline [--profile ci] [--seed 0] [--chapter CH ...] [--notebook CH/NAME ...] [--jobs N] [--no-html] [--force]
 
 Runs the notebooks (papermill, cached), judges the claims, writes _build/summary.json and the
 generated pages, then builds the HTML book. Exit status 0 only if every notebook ran and the book
@@ -8,16 +8,18 @@ built; a failure names the notebook and cell and leaves the previous _build/html
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import PROFILES, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims
-from . import cache, calibration, execute, html, lock, progress, report
+from . import cache, calibration, execute, html, lock, progress, report, schedule
 from .discover import discover
 
 
@@ -31,6 +33,10 @@ def parse(argv):
                     help="run only these notebooks, as chapter/name (e.g. taft/cost or taft/06_cost; repeatable)")
     ap.add_argument("--no-html", action="store_true", help="run notebooks and judge claims, skip Jupyter Book")
     ap.add_argument("--force", action="store_true", help="ignore the cache and re-run")
+    ap.add_argument("--jobs", default="1",
+                    help="notebooks of different chapters run at once (default 1). More than one makes the "
+                         "recorded seconds those of notebooks sharing the machine: the test build's choice, "
+                         "not the timed book's")
     ap.add_argument("--root", default=None, help="the checkout to build (default: found from the cwd)")
     return ap.parse_args(argv)
 
@@ -43,6 +49,12 @@ def main(argv=None) -> int:
             seed = check_seed(int(args.seed))
         except ValueError:
             raise ParameterError(f"seed must be a non-negative int, got {args.seed!r}") from None
+        try:
+            jobs = int(args.jobs)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise ParameterError(f"--jobs must be a positive int, got {args.jobs!r}")
         chapters = [c for arg in args.chapter for c in arg.split(",") if c]
         bad = [c for c in chapters if c not in CHAPTERS]
         if bad:
@@ -68,7 +80,7 @@ def main(argv=None) -> int:
     try:
         with lock.build_lock(root):
             t_start = time.perf_counter()
-            run_all(root, todo, profile, seed, args.force)
+            run_all(root, todo, profile, seed, args.force, jobs)
             return finish(root, all_nbs, profile, seed, args.no_html, t_start)
     except lock.Busy as e:
         print(f"error: {e}", file=sys.stderr)
@@ -82,10 +94,12 @@ def main(argv=None) -> int:
         return 130
 
 
-def run_all(root: Path, todo, profile: str, seed: int, force: bool):
+def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 1):
     """Run the notebooks whose inputs changed, one line each with i/n, time and an estimate."""
-    bar = progress.Progress(todo, [(cache.load_state(root, nb) or {}).get("seconds") for nb in todo])
-    print(f"Running {len(todo)} notebook(s) at profile {profile}, seed {seed}", flush=True)
+    bar = progress.Progress(todo, [(cache.load_state(root, nb) or {}).get("seconds") for nb in todo], jobs=jobs)
+    print(f"Running {len(todo)} notebook(s) at profile {profile}, seed {seed}"
+          + (f", up to {jobs} at a time (one per chapter)" if jobs > 1 else ""), flush=True)
+    stale = []
     for nb in todo:
         key = cache.input_key(root, nb, profile, seed)
         old = cache.load_state(root, nb)
@@ -93,15 +107,53 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool):
                 and execute.papermill_problem(execute.executed_path(root, nb)) is None):
             bar.done(nb, old["seconds"], "ok (cached)")
             continue
-        with bar.running(nb):
-            res = execute.run(root, nb, profile, seed)
-        state = {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile, "seed": seed,
-                 "seconds": round(res.seconds, 2), "status": res.status, "error": res.error,
-                 "key": key if res.status == "ok" else None}
-        cache.save_state(root, nb, state)
-        bar.done(nb, res.seconds, res.status)
-        if res.error:
-            print(f"    {res.error}", flush=True)
+        stale.append((nb, key))
+    if jobs == 1:
+        for nb, key in stale:
+            with bar.running(nb):
+                res = execute.run(root, nb, profile, seed)
+            record(root, nb, profile, seed, key, res, jobs, bar)
+    else:
+        run_side_by_side(root, stale, profile, seed, jobs, bar)
+
+
+def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: progress.Progress):
+    """Up to ``jobs`` notebooks at once, each in its own worker process (``execute.run`` sets the
+    kernel's environment in ``os.environ``, so they cannot share one); one chapter's notebooks in
+    order (``schedule.ChapterQueue``)."""
+    keys = dict(stale)
+    queue = schedule.ChapterQueue([nb for nb, _ in stale], [bar.previous.get(nb) for nb, _ in stale])
+    running = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        try:
+            while running or not queue.empty():
+                while len(running) < jobs and (nb := queue.next()) is not None:
+                    bar.start_line(nb)
+                    running[pool.submit(execute.run, root, nb, profile, seed)] = nb
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    nb = running.pop(fut)
+                    queue.finished(nb)
+                    try:
+                        res = fut.result()
+                    except Exception as e:  # noqa: BLE001 - a worker that died: still one line naming the notebook
+                        res = execute.Outcome("failed", 0.0, f"{nb.source.relative_to(root)}: its worker process "
+                                                             f"died: {type(e).__name__}: {e}")
+                    record(root, nb, profile, seed, keys[nb], res, jobs, bar)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise progress.Interrupted(bar.interrupted_message([nb.label for nb in running.values()])) from None
+
+
+def record(root: Path, nb, profile: str, seed: int, key: str, res: execute.Outcome, jobs: int, bar):
+    """Keep a notebook's state (its key only when it ran clean) and print its line."""
+    state = {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile, "seed": seed,
+             "seconds": round(res.seconds, 2), "status": res.status, "error": res.error,
+             "key": key if res.status == "ok" else None, "jobs": jobs}
+    cache.save_state(root, nb, state)
+    bar.done(nb, res.seconds, res.status)
+    if res.error:
+        print(f"    {res.error}", flush=True)
 
 
 def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start: float) -> int:
@@ -113,7 +165,9 @@ def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start:
         problem = execute.papermill_problem(execute.executed_path(root, nb)) if st["status"] == "ok" else None
         if problem:
             st = dict(st, status="failed", error=f"{nb.label}: {problem}")
-        rows.append({k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")})
+        # jobs: how many notebooks shared the machine while this one ran (its seconds are its own only at 1)
+        rows.append({**{k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")},
+                     "jobs": st.get("jobs", 1)})
     ran = {(nb.chapter, nb.name) for nb, r in zip(all_nbs, rows) if r["status"] == "ok"}
     claim_rows = report.judge_claims(root, profile, ran, seed)
     # this machine's speed now, so that two builds' minutes can be compared (pipeline/calibration.py)

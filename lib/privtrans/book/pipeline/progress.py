@@ -28,8 +28,9 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Lines ``[i/n] chapter/notebook  seconds  status  (elapsed, ~left)`` for a list of notebooks."""
 
-    def __init__(self, notebooks, previous_seconds, stream=None):
+    def __init__(self, notebooks, previous_seconds, stream=None, jobs: int = 1):
         self.n = len(notebooks)
+        self.jobs = jobs
         self.previous = {nb: s for nb, s in zip(notebooks, previous_seconds)}
         self.stream = stream or sys.stdout
         self.live = self.stream.isatty()
@@ -37,11 +38,14 @@ class Progress:
         self.finished: list[str] = []
 
     def _left(self, after) -> str:
-        rest = list(self.previous)[list(self.previous).index(after) + 1:]
+        if self.jobs > 1:  # side by side: what has not finished, shared among the jobs
+            rest = [nb for nb in self.previous if nb.label not in self.finished and nb is not after]
+        else:
+            rest = list(self.previous)[list(self.previous).index(after) + 1:]
         known = [self.previous[nb] for nb in rest if self.previous[nb]]
         if not rest:
             return ""
-        guess = f"~{_clock(sum(known))} left" if known else "no estimate yet"
+        guess = f"~{_clock(sum(known) / self.jobs)} left" if known else "no estimate yet"
         return guess + (f" (+{len(rest) - len(known)} never timed)" if known and len(known) < len(rest) else "")
 
     def _prefix(self, nb) -> str:
@@ -53,11 +57,25 @@ class Progress:
         print(f"{chr(13) if self.live else ''}{line}  ({tail})", file=self.stream, flush=True)
         self.finished.append(nb.label)
 
+    def _hint(self, nb) -> str:
+        last = self.previous.get(nb)
+        return f"last build {last:.0f}s" if last else "not timed before"
+
+    def start_line(self, nb):
+        """A start line (notebooks side by side: no ticking line, they would overwrite each other)."""
+        print(f"{self._prefix(nb)}   start   ({self._hint(nb)})", file=self.stream, flush=True)
+
+    def interrupted_message(self, running: list[str]) -> str:
+        kept = f"{len(self.finished)} finished and kept" + (f" (last: {self.finished[-1]})" if self.finished else "")
+        return (f"interrupted during {', '.join(running)}: {kept}; {', '.join(running)} "
+                f"{'was' if len(running) == 1 else 'were'} not kept and "
+                f"{self.n - len(self.finished) - len(running)} did not start; the last good HTML book in "
+                "_build/html is unchanged")
+
     @contextmanager
     def running(self, nb):
         """While a notebook runs: a ticking line on a terminal, a start line in a log."""
-        last = self.previous.get(nb)
-        hint = f"last build {last:.0f}s" if last else "not timed before"
+        hint = self._hint(nb)
         stop = threading.Event()
         if self.live:
             t0 = time.perf_counter()
@@ -74,10 +92,6 @@ class Progress:
             yield
         except KeyboardInterrupt:
             stop.set()
-            kept = f"{len(self.finished)} finished and kept" + (
-                f" (last: {self.finished[-1]})" if self.finished else "")
-            raise Interrupted(f"interrupted during {nb.label}: {kept}; {nb.label} was not kept "
-                              f"and {self.n - len(self.finished) - 1} did not start; the last good "
-                              "HTML book in _build/html is unchanged") from None
+            raise Interrupted(self.interrupted_message([nb.label])) from None
         finally:
             stop.set()
