@@ -14,7 +14,6 @@ of softmax outputs), paying N forward passes at inference.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,12 +122,6 @@ def aggregate(per_shard: torch.Tensor, rule: str = "vote") -> torch.Tensor:
 
 def acc(pred: torch.Tensor, y: torch.Tensor) -> float:
     return float((pred == y).float().mean())
-
-
-def timed(fn, *a, **kw):
-    t0 = time.perf_counter()
-    out = fn(*a, **kw)
-    return out, time.perf_counter() - t0
 
 
 def mean_change_curve(states: list[dict]) -> list[float]:

@@ -15,7 +15,6 @@ would use, so a later single run is a cache hit.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from functools import partial
 
@@ -203,12 +202,6 @@ def benches(backbones: dict, backbone_seed: int, task_cfg: dict, train_per_class
     workers.in_parallel([partial(get_backbone, PretrainSpec.from_cfg(b), backbone_seed, cache) for b in backbones.values()],
                         progress=progress)
     return {name: Bench(b, backbone_seed, task_cfg, train_per_class) for name, b in backbones.items()}
-
-
-def timed(fn, *a, **kw):
-    t0 = time.perf_counter()
-    out = fn(*a, **kw)
-    return out, time.perf_counter() - t0
 
 
 def mean_sd_table(runs, index, columns, value: str = "accuracy"):
