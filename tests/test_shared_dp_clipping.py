@@ -1,11 +1,9 @@
-"""Small shared mechanisms: per-sample clip factors (shared.dp.clipping) and the network time model
-(shared.mpc.network)."""
+"""shared.dp.clipping: per-sample clip factors."""
 
 import pytest
 import torch
 
 from privtrans.shared.dp.clipping import CLIPPING_MODES, clip_factors
-from privtrans.shared.mpc.network import LAN, LINKS, WAN, modelled_time
 
 
 def test_clip_factors_bound_every_clipped_norm():
@@ -27,11 +25,3 @@ def test_clip_factors_refuse_bad_settings():
         clip_factors(torch.ones(2), 1.0, "automatic", gamma=0.0)
     with pytest.raises(ValueError, match="one of"):
         clip_factors(torch.ones(2), 1.0, "flat")
-
-
-def test_modelled_time_is_rounds_times_rtt_plus_bytes_over_bandwidth():
-    assert modelled_time(1.25e9, 10) == pytest.approx(1.0 + 10 * 2e-4)
-    assert modelled_time(0, 3, **WAN) == pytest.approx(0.12)
-    assert set(LINKS) == {"LAN", "WAN"} and LINKS["LAN"] is LAN
-    with pytest.raises(ValueError, match="bandwidth"):
-        modelled_time(1, 1, bandwidth=0.0)
