@@ -118,7 +118,40 @@ def _mpc_specs(cfg: dict) -> int:
     return 1
 
 
-BUILDERS = {"taft": _taft_specs, "dpformer": _dpformer_specs, "mpc_attention": _mpc_specs}
+def _merge_specs(cfg: dict) -> int:
+    """Every task's ``train.Spec`` where the settings carry training recipes (an unknown recipe key
+    is refused by the ``Recipe`` constructor)."""
+    from privtrans.merge import train
+
+    if not any(k in cfg for k in ("teacher", "student", "distill")):
+        return 0
+    tasks = cfg.get("tasks") or [cfg["task"]]
+    for task in tasks:
+        train.Spec.from_cfg(task, cfg)
+    return len(tasks)
+
+
+def _dp_icl_specs(cfg: dict) -> int:
+    """NoisyHead's ``constants.Hyper`` for every problem size the settings name, through the
+    constructor its notebook calls (which one follows from the keys each figure's settings carry)."""
+    from privtrans.dp_icl import constants as K
+
+    if "step_factor" in cfg:  # Figure 6
+        hps = [K.text(cfg["n_train"], cfg["L"], cfg["D"], cfg["lam"], cfg["step_factor"])]
+    elif "lam" in cfg:  # Figure 4, at its own lambda and where the theorem applies
+        hps = [K.robustness(cfg["N"], cfg["L"], cfg["D"], lam) for lam in (cfg["lam"], cfg["theorem_lam"])]
+    elif "Ns" in cfg and "T" in cfg:  # Figure 2
+        hps = [K.high_dim(n, cfg["T"]) for n in cfg["Ns"]]
+    elif "Ts" in cfg:  # Figure 3
+        hps = [K.over_param(cfg["N"], t) for t in cfg["Ts"]]
+    else:  # Figure 1, Figure 5, Table 1, the accountants
+        hps = [K.low_dim(n) for n in cfg["Ns"]]
+    assert all(h.T >= 1 and h.sigma > 0 for h in hps), hps
+    return len(hps)
+
+
+BUILDERS = {"taft": _taft_specs, "dpformer": _dpformer_specs, "mpc_attention": _mpc_specs,
+            "merge": _merge_specs, "dp_icl": _dp_icl_specs}
 
 
 @pytest.mark.parametrize("ch", sorted(BUILDERS))
