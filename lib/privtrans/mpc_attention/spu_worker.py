@@ -149,12 +149,18 @@ def _captured(fn):
         return value, tmp.read().decode(errors="replace")
 
 
-def run(spec: dict) -> list[dict]:
+def _session(spec: dict):
+    """(protocol, parties, simulator, its jax entry) of one run's spec: ABY3 has 3 parties, SEMI2K
+    ``parties`` (2 by default)."""
     protocol = spec.get("protocol", "ABY3")
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     parties = 3 if protocol == "ABY3" else spec.get("parties", 2)
-    sim, sim_jax = _simulator(protocol, parties)
+    return (protocol, parties, *_simulator(protocol, parties))
+
+
+def run(spec: dict) -> list[dict]:
+    protocol, parties, sim, sim_jax = _session(spec)
     ops = JaxOps()
     rng = np.random.default_rng(spec.get("seed", 0))
     rows = []
@@ -190,11 +196,7 @@ def _measure(sim, sim_jax, fn, args, parties: int, protocol: str):
 def run_encoder(spec: dict) -> list[dict]:
     from privtrans.mpc_attention import encoder_ops
 
-    protocol = spec.get("protocol", "ABY3")
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    parties = 3 if protocol == "ABY3" else spec.get("parties", 2)
-    sim, sim_jax = _simulator(protocol, parties)
+    protocol, parties, sim, sim_jax = _session(spec)
     ops = JaxOps()
     with np.load(spec["weights"]) as z:
         weights = {k: z[k].astype(np.float32) for k in z.files}
