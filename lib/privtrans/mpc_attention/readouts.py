@@ -71,6 +71,11 @@ def fig5_7_denominators(t: dict, relu_eps: dict | None = None) -> dict:
     return out
 
 
+def _regression(teachers: list) -> bool:
+    """A task's teachers regress (one output: correlation) rather than classify (accuracy)."""
+    return teachers[0].get("cfg", {}).get("n_out") == 1
+
+
 def teacher_metrics(teachers: dict, seeds: list[int]) -> dict:
     """The teachers of every task and seed (``experiments.teachers``): one table row per task (mean,
     sd and each seed's dev metric, training seconds) and {task: [metric per seed]} to record."""
@@ -82,7 +87,7 @@ def teacher_metrics(teachers: dict, seeds: list[int]) -> dict:
             raise ValueError(f"task {task!r}: {len(ts)} teachers for {len(seeds)} seeds {seeds}")
         m = [num(t["metric"]) for t in ts]
         by_task[task] = m
-        rows.append({"task": task, "metric": "correlation" if ts[0].get("cfg", {}).get("n_out") == 1 else "accuracy",
+        rows.append({"task": task, "metric": "correlation" if _regression(ts) else "accuracy",
                      "mean": mean(m), "sd": statistics.stdev(m) if len(m) > 1 else None,
                      **{f"seed {sd}": v for sd, v in zip(seeds, m)},
                      "seconds (mean)": mean([t.get("seconds") for t in ts])})
@@ -194,7 +199,7 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
     ``teachers``: {task: [teacher dict per seed]}; ``students``: {task: {"att+act": [student dict per seed]}}.
     """
     metric = {k: mean([t["metric"] for t in ts]) for k, ts in teachers.items()}
-    regression = {k: ts[0].get("cfg", {}).get("n_out") == 1 for k, ts in teachers.items()}
+    regression = {k: _regression(ts) for k, ts in teachers.items()}
     # a teacher "learned" its task: accuracy 5 points over chance (0.5), or correlation > 0.1
     learned = {k: bool(metric[k] > (LEARNED_CORRELATION if regression[k] else LEARNED_ACCURACY)) for k in teachers}
     out = {"seeds": list(seeds), "n_seeds": len(seeds), "teacher": metric, "before": {}, "after": {}, "raises": {},
