@@ -8,6 +8,8 @@
 #                            _build/stability/; then the pages show both verdicts per claim
 # make verify             - re-run VERIFY_N cached notebooks (drawn at random, or NB=ch/name) cold in a
 #                            temporary copy and compare every recorded value with the cached build's
+# make dry                - every notebook at profile dry (paper shapes, one step per loop) in a temporary
+#                            copy: known to start at paper, and each notebook's estimated paper cost
 # make lab                 - JupyterLab on notebooks/: the .md sources open as notebooks (jupytext)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -20,7 +22,7 @@ STAMP := $(VENV)/.installed
 SPU_VENV ?= .venv-spu
 SPU_STAMP := $(SPU_VENV)/.installed
 
-.PHONY: book chapter chapters lab test env spu browser clean stability verify
+.PHONY: book chapter chapters lab test env spu browser clean stability verify dry
 
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +58,10 @@ stability: $(STAMP) $(SPU_STAMP)
 VERIFY_N ?= 3
 verify: $(STAMP) $(SPU_STAMP)
 	$(PY) -m privtrans.book.pipeline.verify --n $(VERIFY_N) $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB))
+
+# not in `make book`: before GPU hours at PROFILE=paper; DRY_ARGS=--record keeps the estimates for the book
+dry: $(STAMP) $(SPU_STAMP)
+	$(PY) -m privtrans.book.pipeline.dry $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB)) $(DRY_ARGS)
 
 # the chapter registry as a JSON list (the CI workflow's matrix); needs no environment
 chapters:

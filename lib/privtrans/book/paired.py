@@ -41,10 +41,13 @@ class Paired:
 
 
 def seeds(seed: int, n: int) -> list[int]:
-    """A notebook's paired seeds: ``seed`` (its papermill parameter) and the n − 1 after it."""
+    """A notebook's paired seeds: ``seed`` (its papermill parameter) and the n − 1 after it (the
+    first two in a dry run: :func:`privtrans.book.dry.seeds`)."""
+    from . import dry
+
     if n < 1:
         raise ValueError(f"the number of seeds must be a positive integer, got {n!r}")
-    return [seed + i for i in range(n)]
+    return dry.seeds([seed + i for i in range(n)])
 
 
 def _floats(xs, name) -> list[float | None]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from .chapters import PROFILES, ParameterError, check_profile, check_seed, get  # noqa: F401 - re-exported
+from .chapters import DRY, PROFILES, RUNNABLE, ParameterError, check_profile, check_seed, get  # noqa: F401 - re-exported
 
 PACKAGE = Path(__file__).resolve().parents[1]  # lib/privtrans: chapter packages hold their tables
 
@@ -54,8 +54,10 @@ def experiments(chapter: str) -> list[str]:
 
 
 def settings(chapter: str, experiment: str, profile: str) -> dict:
-    """The merged settings (``common`` then the profile's own) of one experiment."""
+    """The merged settings (``common`` then the profile's own) of one experiment; the dry run
+    (profile ``dry``) reads `paper`'s."""
     check_profile(profile)
+    column = "paper" if profile == DRY else profile
     table = _table(check_chapter(chapter))
     if experiment not in table:
         raise ParameterError(
@@ -66,7 +68,7 @@ def settings(chapter: str, experiment: str, profile: str) -> dict:
     if missing:
         raise ParameterError(f"{chapter}/{experiment} defines no settings for profile(s) {missing}")
     out = dict(entry.get("common") or {})
-    out.update(entry[profile] or {})
+    out.update(entry[column] or {})
     return out
 
 

@@ -153,8 +153,11 @@ class RunCache:
 
     def key(self, parts: dict, code: Iterable[str | ModuleType] = ()) -> str:
         """The key of ``parts`` (the settings the run reads, the keys of cached artefacts it starts
-        from) made by ``code`` (the module(s) whose functions make it: ``source_fingerprint``)."""
-        return fingerprint(parts, source_fingerprint(code))
+        from) made by ``code`` (the module(s) whose functions make it: ``source_fingerprint``). A
+        dry run's artefacts (one step per loop: ``privtrans.book.dry``) are keyed apart."""
+        from . import dry
+
+        return fingerprint(parts, source_fingerprint(code), *(["dry run"] if dry.active() else []))
 
     def path(self, kind: str, key: str) -> Path:
         if not kind.replace("-", "").replace("_", "").isalnum():

@@ -27,7 +27,7 @@ import numpy as np
 
 from privtrans import __version__
 
-from . import producers, profiles
+from . import dry, producers, profiles
 from .paths import generated_dir, repo_root
 
 
@@ -127,10 +127,12 @@ class Session:
             "settings": _jsonable(self.cfg),
             "values": self.values,
             "made_by": self.made_by,
-            "seconds": round(time.perf_counter() - self.started, 3),
+            "seconds": round(wall := time.perf_counter() - self.started, 3),
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
         }
+        if dry.active():
+            out["dry"] = dry.report(wall)
         self.outdir.mkdir(parents=True, exist_ok=True)
         (self.outdir / "results.json").write_text(json.dumps(out, indent=1))
         return out
@@ -141,6 +143,7 @@ def start(chapter: str, notebook: str, profile, seed, experiment: str | None = N
     profiles.check_chapter(chapter)
     profiles.check_profile(profile)
     profiles.check_seed(seed)
+    dry.activate(profile == profiles.DRY)
     cfg = profiles.settings(chapter, experiment or notebook, profile)
     rng = seed_everything(seed)
     producers.forget()

@@ -68,6 +68,10 @@ def in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = Non
     if workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers}")
     wrap = progress or (lambda it: it)
+    from . import dry
+
+    if dry.active():  # one process, so that the dry run's tally sees every cut loop
+        workers = 1
     if workers == 1 or len(calls) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         for c in wrap(calls):
             c()

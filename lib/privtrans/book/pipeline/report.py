@@ -204,3 +204,6 @@ def write_status_page(root: Path, summary: dict):
         lines.append(f"| {n['chapter']}/{n['notebook']} | {n['profile']} | {n['seconds']:.1f} | {n['status']} |")
     atomic_write_text(out / "status.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "chapters.md", landing_table())
+    from .dry import page_table  # the reproducing page's table of estimated `paper` costs
+
+    atomic_write_text(out / "dry_run.md", page_table(root))

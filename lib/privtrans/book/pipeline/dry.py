@@ -1,0 +1,187 @@
+"""python -m privtrans.book.pipeline.dry [--chapter CH ...] [--notebook CH/NAME ...] [--jobs N] [--record]
+
+``make dry``: every notebook at profile ``dry`` (the `paper` settings, data and models, each long loop
+cut to its first step: ``privtrans.book.dry``), in a temporary copy of this checkout with cold caches,
+so that a reader about to spend GPU hours at `paper` knows first that every notebook starts and gets
+through every method, task and grid point at the paper's shapes. Prints, per notebook, its status,
+its dry-run seconds and its estimated `paper` cost, and writes them to ``_build/dry_run.json``; the
+build here is left alone. With ``--record`` (the whole book's dry run) the estimates are also
+written to ``data/dry_run.csv``, with the machine and commit that measured them, which
+``book/reproducing.md`` tabulates. Exit status 0 when every notebook ran.
+Not part of ``make book`` or ``make test``: at `paper` shapes it takes tens of minutes on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..chapters import DRY, KEYS, get
+from ..paths import repo_root
+from ..runcache import atomic_write_text
+from . import cache
+from .discover import discover
+from .seedflip import pipeline_in_copy
+
+RECORD = Path("data") / "dry_run.csv"
+FIELDS = ("chapter", "notebook", "status", "dry_seconds", "paper_estimate_s", "seed_factor", "cut_loops")
+
+
+def machine() -> dict:
+    """Where the dry run's step times were measured (the estimates hold for that machine only)."""
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"host": platform.node(), "processor": platform.machine(), "cores": len(os.sched_getaffinity(0)),
+            "gpu": gpu, "torch": torch.__version__}
+
+
+def commit(root: Path) -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def rows_of(copy: Path) -> list[dict]:
+    """One row per notebook the dry build in ``copy`` ran (its per-notebook state, written as each
+    finishes, so a build stopped half-way still reports what ran): its status and its ``dry`` tally."""
+    out = []
+    for nb in discover(copy):
+        st = cache.load_state(copy, nb)
+        if not st or st.get("profile") != DRY:  # a notebook this dry run did not reach
+            continue
+        res = copy / "book" / "_generated" / nb.chapter / nb.name / "results.json"
+        tally = (json.loads(res.read_text()).get("dry") or {}) if st["status"] == "ok" and res.is_file() else {}
+        cut = tally.get("loops", {})
+        out.append({"chapter": nb.chapter, "notebook": nb.stem, "status": st["status"],
+                    "error": st.get("error"), "dry_seconds": st.get("seconds"),
+                    "paper_estimate_s": tally.get("paper_estimate_s"), "seed_factor": tally.get("seed_factor"),
+                    "cut_loops": ", ".join(f"{k} {v['kept']}/{v['full']}" for k, v in cut.items()) or "none"})
+    return out
+
+
+def hours(seconds) -> str:
+    if seconds is None:
+        return "–"
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def table(rows: list[dict]) -> str:
+    lines = [f"{'notebook':<44} {'status':<7} {'dry run':>9} {'paper (est.)':>13}"]
+    for r in rows:
+        lines.append(f"{r['chapter'] + '/' + r['notebook']:<44} {r['status']:<7} "
+                     f"{hours(r['dry_seconds']):>9} {hours(r['paper_estimate_s']):>13}")
+    total = sum(r["paper_estimate_s"] or 0 for r in rows)
+    lines.append(f"{'all':<44} {'':<7} {hours(sum(r['dry_seconds'] or 0 for r in rows)):>9} {hours(total):>13}")
+    return "\n".join(lines)
+
+
+def record_csv(rows: list[dict], meta: dict) -> str:
+    """``data/dry_run.csv``: a comment line per fact of the run, then one row per notebook."""
+    buf = io.StringIO()
+    for k in ("date", "commit", "machine"):
+        buf.write(f"# {k}: {json.dumps(meta[k]) if k == 'machine' else meta[k]}\n")
+    w = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def read_record(root: Path) -> tuple[dict, list[dict]] | None:
+    """(facts, rows) of ``data/dry_run.csv``; None when no dry run was recorded."""
+    path = root / RECORD
+    if not path.is_file():
+        return None
+    text = path.read_text().splitlines()
+    meta = {}
+    for line in text:
+        if line.startswith("# ") and ": " in line:
+            k, v = line[2:].split(": ", 1)
+            meta[k] = v
+    body = [ln for ln in text if not ln.startswith("#")]
+    return meta, list(csv.DictReader(body))
+
+
+def page_table(root: Path) -> str:
+    """The reproducing page's table of estimated `paper` costs (``book/_generated/dry_run.md``)."""
+    rec = read_record(root)
+    if rec is None:
+        return "No dry run has been recorded yet: `make dry` measures one.\n"
+    meta, rows = rec
+    m = json.loads(meta.get("machine", "{}"))
+    where = f"{m.get('gpu') or 'no GPU'}, {m.get('cores')} cores, torch {m.get('torch')}"
+    out = [f"Recorded by `make dry` on {meta.get('date')} at commit `{meta.get('commit')}` ({where}).", "",
+           "| notebook | dry run | estimated at `paper` | loops cut (kept/full, summed over runs) |", "|---|---|---|---|"]
+    total = 0.0
+    for r in rows:
+        est = float(r["paper_estimate_s"]) if r["paper_estimate_s"] else None
+        total += est or 0.0
+        dry_s = float(r["dry_seconds"]) if r["dry_seconds"] else None
+        out.append(f"| {r['chapter']}/{r['notebook']} ({r['status']}) | {hours(dry_s)} | {hours(est)} | {r['cut_loops']} |")
+    out.append(f"| all | | {hours(total)} | |")
+    return "\n".join(out) + "\n"
+
+
+def report(root: Path, rows: list[dict], expected: int, record: bool, exit_ok: bool = True) -> int:
+    """Write ``_build/dry_run.json`` (and with ``record`` ``data/dry_run.csv``), print the table."""
+    meta = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit(root),
+            "machine": machine()}
+    out = root / "_build" / "dry_run.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, json.dumps({**meta, "notebooks": rows}, indent=1))
+    print(table(rows))
+    failed = [r for r in rows if r["status"] != "ok"]
+    for r in failed:
+        print(f"FAILED {r['chapter']}/{r['notebook']}: {r['error']}", file=sys.stderr)
+    if record:  # every row says its status: a failed or missing notebook shows as such on the page
+        atomic_write_text(root / RECORD, record_csv(rows, meta))
+        print(f"recorded in {RECORD}")
+    print(f"dry run: {len(rows) - len(failed)} of {expected} notebooks ran; {out.relative_to(root)}")
+    return 0 if not failed and len(rows) == expected and exit_ok else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m privtrans.book.pipeline.dry", description=__doc__.split("\n\n")[1])
+    ap.add_argument("--chapter", action="append", default=[], help=f"one of {', '.join(KEYS)} (default: all)")
+    ap.add_argument("--notebook", action="append", default=[], help="chapter/name (repeatable)")
+    ap.add_argument("--jobs", type=int, default=1, help="notebooks of that many chapters at once")
+    ap.add_argument("--record", action="store_true", help=f"also write {RECORD} (the whole book's dry run)")
+    ap.add_argument("--in-place", action="store_true",
+                    help="run in this checkout itself, not a copy (a throwaway checkout, e.g. on a GPU machine)")
+    ap.add_argument("--collect", action="store_true",
+                    help="run nothing: report the dry run already in this checkout (one stopped half-way)")
+    ap.add_argument("--root", type=Path, default=None)
+    a = ap.parse_args(argv)
+    root = (a.root or repo_root()).resolve()
+    chapters = [get(c).key for arg in a.chapter for c in arg.split(",") if c]
+    if a.record and (chapters or a.notebook):
+        raise SystemExit("--record needs the whole book's dry run (no --chapter or --notebook)")
+    args = ["--profile", DRY, "--no-html", "--jobs", str(a.jobs)]
+    args += ["--chapter", ",".join(chapters)] if chapters else []
+    for nb in a.notebook:
+        args += ["--notebook", nb]
+    expected = len([nb for nb in discover(root) if (not chapters or nb.chapter in chapters)
+                    and (not a.notebook or nb.label in a.notebook)])
+    if a.collect:
+        return report(root, rows_of(root), expected, a.record)
+    if a.in_place:
+        proc = subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), "--force", *args],
+                              cwd=root, env=dict(os.environ, PRIVTRANS_ROOT=str(root)))
+        return report(root, rows_of(root), expected, a.record, proc.returncode == 0)
+    with pipeline_in_copy(root, "dry-run-", args, "dry run (profile dry: paper shapes, one step per loop)") as (copy, proc):
+        rows = rows_of(copy)
+    return report(root, rows, expected, a.record, proc.returncode == 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

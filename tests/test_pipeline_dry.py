@@ -1,0 +1,54 @@
+"""privtrans.book.pipeline.dry: the dry build's rows, its record and the reproducing page's table."""
+
+import json
+
+import pytest
+
+from privtrans.book.pipeline import dry
+
+
+def fake_dry_build(tmp_path):
+    """A checkout where taft/01 ran at dry, taft/02 failed at dry, and merge/01 ran at ci."""
+    copy = tmp_path / "copy"
+    states = {("taft", "01_pretraining"): {"profile": "dry", "seconds": 30.0, "status": "ok"},
+              ("taft", "02_table1_finetuning"): {"profile": "dry", "seconds": 5.0, "status": "failed",
+                                                 "error": "cell 3: KeyError 'lr'"},
+              ("merge", "01_x"): {"profile": "ci", "seconds": 1.0, "status": "ok"}}
+    for (ch, stem), st in states.items():
+        (copy / "notebooks" / ch).mkdir(parents=True, exist_ok=True)
+        (copy / "notebooks" / ch / f"{stem}.md").write_text("")
+        (copy / "_build" / "state" / ch).mkdir(parents=True, exist_ok=True)
+        (copy / "_build" / "state" / ch / f"{stem}.json").write_text(json.dumps({"chapter": ch, "notebook": stem, **st}))
+    res = copy / "book" / "_generated" / "taft" / "pretraining"
+    res.mkdir(parents=True)
+    tally = {"paper_estimate_s": 7200.0, "seed_factor": 1.0,
+             "loops": {"epochs": {"runs": 1, "kept": 1, "full": 15}, "batches": {"runs": 1, "kept": 1, "full": 400}}}
+    (res / "results.json").write_text(json.dumps({"dry": tally}))
+    return copy
+
+
+def test_rows_take_the_dry_notebooks_with_their_tally(tmp_path):
+    rows = dry.rows_of(fake_dry_build(tmp_path))
+    assert [r["notebook"] for r in rows] == ["01_pretraining", "02_table1_finetuning"]  # not the ci row
+    assert rows[0]["paper_estimate_s"] == 7200.0 and rows[0]["cut_loops"] == "epochs 1/15, batches 1/400"
+    assert rows[1]["status"] == "failed" and rows[1]["paper_estimate_s"] is None and "KeyError" in rows[1]["error"]
+    assert "2.0 h" in dry.table(rows)
+
+
+def test_the_record_round_trips_into_the_page_table(tmp_path):
+    rows = dry.rows_of(fake_dry_build(tmp_path))
+    root = tmp_path / "root"
+    (root / "data").mkdir(parents=True)
+    assert "No dry run has been recorded" in dry.page_table(root)
+    meta = {"date": "2026-11-26T15:00:00+00:00", "commit": "abc1234",
+            "machine": {"gpu": None, "cores": 2, "torch": "2.13.0"}}
+    (root / dry.RECORD).write_text(dry.record_csv(rows, meta))
+    page = dry.page_table(root)
+    assert "at commit `abc1234` (no GPU, 2 cores, torch 2.13.0)" in page
+    assert "| taft/01_pretraining (ok) | 0.5 min | 2.0 h | epochs 1/15, batches 1/400 |" in page
+    assert "| taft/02_table1_finetuning (failed) | 0.1 min | – |" in page
+
+
+def test_record_needs_the_whole_book(tmp_path):
+    with pytest.raises(SystemExit, match="whole book"):
+        dry.main(["--record", "--chapter", "taft", "--root", str(tmp_path)])
