@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from privtrans.book import dry
+
 from .finetune import PlainTail, TangentTail, features, select, task_vit
 from .vit import ViT
 
@@ -36,10 +38,10 @@ def tails(vit: ViT, classes: int, tuned: int = 1) -> dict[str, nn.Module]:
 
 
 def _median_seconds(fn, repeats: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
+    for _ in dry.loop(range(warmup), "timing warm-up calls"):
         fn()
     times = []
-    for _ in range(repeats):
+    for _ in dry.loop(range(repeats), "timing repeats"):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)

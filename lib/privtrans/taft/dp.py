@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
+from privtrans.book import dry
 from privtrans.shared.dp.accounting import opacus_noise_multiplier
 from privtrans.shared.dp.clipping import clip_factors
 
@@ -69,9 +70,9 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> 
     gsm = GradSampleModule(model, loss_reduction="sum")
     gen = torch.Generator().manual_seed(seed)
     n = len(y)
-    for _ in range(spec.steps):
+    for _ in dry.loop(range(spec.steps), "DP steps"):
         total = [torch.zeros_like(p) for p in params]
-        for i in range(0, n, spec.chunk):
+        for i in dry.loop(range(0, n, spec.chunk), "DP chunks"):
             for p in params:
                 p.grad, p.grad_sample = None, None
             with warnings.catch_warnings():

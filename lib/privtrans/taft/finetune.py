@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import vmap
 
-from privtrans.book import profiles
+from privtrans.book import dry, profiles
 
 from . import peft
 from .losses import LOSSES, l2_norm_penalty, loss_fn
@@ -234,10 +234,10 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: FitSpec, seed:
     regularise = spec.method == "taft" and spec.wd > 0 and spec.radius is None
     t0, history, last = time.perf_counter(), [], float("nan")
     model.train()
-    for _ in range(spec.epochs):
+    for _ in dry.loop(range(spec.epochs), "fine-tuning epochs"):
         perm = torch.randperm(len(y), generator=g)
         total = 0.0
-        for i in range(0, len(y), spec.batch):
+        for i in dry.loop(range(0, len(y), spec.batch), "fine-tuning batches"):
             idx = perm[i:i + spec.batch]
             loss = loss_fn(model(x[idx]), y[idx], spec.loss, classes, spec.kappa, spec.alpha)
             if regularise:
@@ -325,10 +325,11 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
     t0, history = time.perf_counter(), []
     last = torch.full((k,), float("nan"), dtype=torch.float64)
     stack.train()
-    for _ in range(spec.epochs):
+    for _ in dry.loop(range(spec.epochs), "fine-tuning epochs"):
         perms = [torch.randperm(len(y), generator=g) for g in gens]
         total = torch.zeros(k, dtype=torch.float64)  # each seed's running sum, in double as fit's Python float
-        for idx in stacked_batches(perms, spec.batch):
+        for idx in dry.loop(stacked_batches(perms, spec.batch), "fine-tuning batches",
+                            total=(len(y) + spec.batch - 1) // spec.batch):
             loss = per_seed_loss(stack(x[idx]), y[idx], spec, classes)  # (k,)
             if regularise:
                 loss = loss + spec.wd * l2_norm_penalty_per_seed(params)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privtrans.book import profiles
+from privtrans.book import dry, profiles
 from privtrans.book.runcache import RunCache
 
 from . import data as D
@@ -86,11 +86,11 @@ def one_cycle(model: nn.Module, params: list, n: int, spec, g: torch.Generator, 
     steps_per_epoch = (n + spec.batch - 1) // spec.batch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=spec.lr, total_steps=spec.epochs * steps_per_epoch)
     history, t0 = [], time.perf_counter()
-    for epoch in range(spec.epochs):
+    for epoch in dry.loop(range(spec.epochs), "pretraining epochs"):
         model.train()
         perm = torch.randperm(n, generator=g)
         total = 0.0
-        for i in range(0, n, spec.batch):
+        for i in dry.loop(range(0, n, spec.batch), "pretraining batches"):
             idx = perm[i:i + spec.batch]
             loss = step_loss(idx)
             opt.zero_grad(set_to_none=True)
