@@ -38,6 +38,8 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from privtrans.book import dry
+
 METHODS = ("nonprivate", "phantom", "paper_ghost", "opacus_ghost", "opacus_hooks")
 
 
@@ -186,7 +188,7 @@ def run_here(method, n_items, length, batch, d=64, steps=3, threads=1, max_entri
         rss_setup = _reset_peak_rss()
     step()  # warm-up (Phantom also validates its factors against autograd here)
     times, cpu = [], []
-    for _ in range(steps):
+    for _ in dry.loop(range(steps), "timed steps"):
         if cuda:
             torch.cuda.synchronize()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -397,14 +399,16 @@ def time_interleaved(steps: Mapping[str, Callable[[], None]], repeats: int, step
         for _ in range(warmup):
             steps[m]()
     blocks: dict[str, list[list[float]]] = {m: [] for m in methods}
+    ran = []  # the rounds run: all of ``order``, except in a dry run (privtrans.book.dry)
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()  # as timeit does: no cycle collection lands inside one method's timed steps
     try:
-        for pair in order:
+        for pair in dry.loop(order, "speed repeats", keep=2):  # two: the paired interval needs them
+            ran.append(list(pair))
             for m in pair:
                 block = []
-                for _ in range(steps_per_repeat):
+                for _ in dry.loop(range(steps_per_repeat), "speed steps per repeat"):
                     t0 = clock()
                     steps[m]()
                     block.append(clock() - t0)
@@ -412,7 +416,7 @@ def time_interleaved(steps: Mapping[str, Callable[[], None]], repeats: int, step
     finally:
         if was_enabled:
             gc.enable()
-    return {"order": [list(p) for p in order],
+    return {"order": ran,
             "times": {m: [statistics.median(b) for b in bs] for m, bs in blocks.items()},
             "step_times": blocks, "steps_per_repeat": steps_per_repeat, "warmup": warmup}
 

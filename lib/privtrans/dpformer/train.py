@@ -42,6 +42,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from privtrans.book import dry
 from privtrans.book.progress_bar import steps
 
 from . import metrics
@@ -231,7 +232,7 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
         return out
 
     model.train()
-    for step in steps(range(1, total + 1), desc=f"{spec.method} eps={spec.epsilon}"):
+    for step in dry.loop(steps(range(1, total + 1), desc=f"{spec.method} eps={spec.epsilon}"), "train steps"):
         if plan is not None:  # Poisson sampling, as the accountant assumes
             idx = np.flatnonzero(rng.random(n) < plan.sample_rate)
         else:
@@ -256,6 +257,8 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
                 log(f"{spec.method} ε={spec.epsilon} seed={spec.seed} epoch {eval_at[step]}: "
                     f"NDCG@10={m['ndcg@10']:.4f} HIT@10={m['hit@10']:.4f}")
 
+    if dry.active() and not curve:  # a dry run cut the steps before the first evaluation: evaluate once
+        curve.append({"epoch": min(eval_at.values()), "step": step, **evaluate()})
     if plan is not None:
         priv = {"epsilon": float(plan.epsilon), "epsilon_target": float(spec.epsilon), "delta": plan.delta,
                 "noise_multiplier": float(plan.noise_multiplier), "sample_rate": plan.sample_rate,
@@ -522,7 +525,8 @@ def train_together(spec: RunSpec, split: Split, seeds, device=None, log=None) ->
     losses: list[list] = [[] for _ in seeds]
 
     stack.train()
-    for step in steps(range(1, total + 1), desc=f"{spec.method} eps={spec.epsilon} ×{k} seeds"):
+    for step in dry.loop(steps(range(1, total + 1), desc=f"{spec.method} eps={spec.epsilon} ×{k} seeds"),
+                         "train steps (seeds together)"):
         if plan is not None:
             idx = [np.flatnonzero(r.random(n) < plan.sample_rate) for r in rngs]
         else:
@@ -564,6 +568,12 @@ def train_together(spec: RunSpec, split: Split, seeds, device=None, log=None) ->
                         f"NDCG@10={res['ndcg@10']:.4f} HIT@10={res['hit@10']:.4f}")
 
     stack.write_back()
+    if dry.active() and not curves[0]:  # a dry run cut the steps before the first evaluation: evaluate once
+        for i, m in enumerate(models):
+            m.eval()
+            res = metrics.evaluate(lambda q, m=m: score_next(m, q), test_in, split.test_target, k=10, device=device)
+            m.train()
+            curves[i].append({"epoch": min(eval_at.values()), "step": step, **res})
     priv = None
     if plan is not None:
         priv = {"epsilon": float(plan.epsilon), "epsilon_target": float(spec.epsilon), "delta": plan.delta,
