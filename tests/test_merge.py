@@ -275,3 +275,30 @@ def test_greedy_batch_matches_generate_and_grouping():
     assert noisy != T.greedy_batch(model, prompts, 5, "vanilla")
     with pytest.raises(ValueError):
         T.greedy_batch(model, prompts, 5, "er", noise_rel=0.1)
+
+
+def test_dry_run_trains_one_step_and_books_the_recipe():
+    """A dry run (privtrans.book.dry) runs the first optimiser step and books all ``recipe.steps``;
+    outside one, the same call trains every step and equals a second run bit for bit."""
+    from privtrans.book import dry
+
+    spec = _tiny_spec()
+    prep = T.prepared(spec)
+    base = T.base_config(prep, 32, 1, 2)
+    recipe = T.Recipe(steps=3, batch=8, lr=3e-3, eval_every=2, warmup=1)
+    cpu = torch.device("cpu")
+    full = T.train_teacher(prep, base, recipe, seed=0, device=cpu)
+    assert full.history["step"] == [1, 2, 3] and full.history["val_step"] == [0, 2, 3]
+    try:
+        dry.activate()
+        cut = T.train_teacher(prep, base, recipe, seed=0, device=cpu)
+        report = dry.report(1.0)
+    finally:
+        dry.activate(False)
+    assert cut.history["step"] == [1] and cut.history["val_step"] == [0]
+    assert cut.history["train"]["total"][0] == full.history["train"]["total"][0]  # the same first step
+    assert report["loops"]["train steps"] == {"runs": 1, "kept": 1, "full": 3}
+    again = T.train_teacher(prep, base, recipe, seed=0, device=cpu)
+    assert again.history == full.history
+    for a, b in zip(full.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)

@@ -109,3 +109,22 @@ def test_decode_is_exact_for_negative_values():
     want = ints.double() / 65536
     assert torch.allclose(enc.decode(ints).double(), want, atol=1e-6)
     assert (FixedPointEncoder._crypten_decode(enc, ints).double() - want).abs().max() > 0.99  # the bug
+
+
+def test_dry_run_cuts_private_decoding_and_books_it_in_the_parent():
+    """In a dry run (privtrans.book.dry) the parties decode one token and the parent's tally books
+    the loop at its full length (rank 0's booking). Outside one every token is decoded: the
+    generation tests of test_shared_mpc_layers."""
+    from privtrans.book import dry
+
+    sizes = dict(vocab_size=16, d_model=8, n_layers=1, n_heads=2, max_len=16)
+    want = parties.build_model("crypten", sizes, 0)[0].generate(torch.tensor([[1, 2]]), 6, "vanilla")[0]
+    try:
+        dry.activate()
+        cut = runner.run(parties.generation_report, "crypten", sizes, [1, 2], 6, timeout=120)
+        report = dry.report(1.0)
+    finally:
+        dry.activate(False)
+    assert cut[0]["ids"] == cut[1]["ids"] == want[:1].tolist()  # the first token, the same
+    assert report["loops"] == {"generated tokens (private)": {"runs": 1, "kept": 1, "full": 6}}
+    assert 0 < report["loops_seconds"] < report["loops_full_seconds"]

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from ..book import dry
 from . import accounting
 from .constants import Hyper
 from .task import Stats, expected_feature_norm2, ridge
@@ -103,9 +104,13 @@ def dpsgd(Zt: np.ndarray, yt: np.ndarray, hp: Hyper, noise_multiplier: float, ga
     with warnings.catch_warnings():   # opacus' hooks on an input that needs no grad: harmless, noisy
         warnings.filterwarnings("ignore", message="Full backward hook")
         steps, total = 0, dpsgd_steps(hp, batch_size, epochs)
+        gate = dry.loop(range(total), "DP-SGD steps")  # yields every step outside a dry run
         while steps < total:
             for xb, yb in loader:
                 if steps >= total:
+                    break
+                if next(gate, None) is None:  # only in a dry run, once its kept steps are done
+                    total = steps
                     break
                 opt.zero_grad(set_to_none=True)
                 xb, yb = xb.to(device), yb.to(device)
@@ -121,6 +126,7 @@ def dpsgd(Zt: np.ndarray, yt: np.ndarray, hp: Hyper, noise_multiplier: float, ga
                     if n > hp.R:
                         w.mul_(hp.R / n)
                 steps += 1
+        gate.close()
     with torch.no_grad():
         gamma = model._module.weight.detach().cpu().numpy().astype(float)[0]
     with warnings.catch_warnings():

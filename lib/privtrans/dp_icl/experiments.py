@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..book import dry
 from . import accounting, baselines
 from .constants import Hyper, high_dim, low_dim, over_param, robustness
 from .noisyhead import initial_gamma, noise_std, noisy_gd, private_features
@@ -119,7 +120,7 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
                                                                 v.get("accountant", "prv"), v.get("replace_one", False),
                                                                 v.get("epochs", False))
                      for e in eps} for k, v in (dpsgd or {}).items()}
-        for b in range(reps):
+        for b in dry.loop(range(reps), "repetitions", keep=2):
             pr = make_problem(rng, hp, n_test)
             g0 = initial_gamma(rng, pr.d, hp.R)
             base = dict(N=int(N), rep=b, T=hp.T)
@@ -169,7 +170,7 @@ def high_dim_grid(rng, Ns, eps, deltas, reps, n_test, T=5) -> pd.DataFrame:
     eps = np.asarray(eps, dtype=float)
     for N in Ns:
         hp = high_dim(int(N), T=T)
-        for b in range(reps):
+        for b in dry.loop(range(reps), "repetitions", keep=2):
             pr = make_problem(rng, hp, n_test)
             g0 = initial_gamma(rng, pr.d, hp.R)
             base = dict(N=int(N), D=hp.D, rep=b)
@@ -192,7 +193,7 @@ def early_stopping(rng, N, Ts, eps, delta, reps, n_test) -> pd.DataFrame:
     Ts = np.asarray(sorted(int(t) for t in Ts))
     s = noise_std(hp, eps, delta, Ts)
     rows = []
-    for b in range(reps):
+    for b in dry.loop(range(reps), "repetitions", keep=2):
         pr = make_problem(rng, hp, n_test)
         g0 = initial_gamma(rng, pr.d, hp.R)
         desc = gd_excess(pr, g0, int(Ts.max()), checkpoints=Ts)
@@ -263,7 +264,7 @@ def robustness_grid(rng, cs, ps, reps, n_test, eps, delta, mu=1.0, N=5000, L=500
     hp = robustness(N, L, D, lam)
     s = noise_std(hp, eps, delta)
     rows = []
-    for b in range(reps):
+    for b in dry.loop(range(reps), "repetitions", keep=2):
         pr = make_problem(rng, hp, n_test)
         i = int(rng.integers(hp.N))
         seed_good = int(rng.integers(2**63))
@@ -322,7 +323,7 @@ def text_curves(rng, corpus, Ts, eps, delta, runs, n_train, n_test, L, lam, step
 
     Ts = np.asarray(sorted(int(t) for t in Ts))
     rows = []
-    for r in range(runs):
+    for r in dry.loop(range(runs), "repetitions", keep=2):
         train, test = split_prompts(corpus, rng, n_train, n_test, L)
         hp = text_hyper(n_train, L, corpus.x.shape[1], lam, step_factor)
         pr = problem_from_prompts(hp, train, test)

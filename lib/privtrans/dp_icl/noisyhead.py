@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..book import dry
 from .constants import Hyper
 from .task import Prompts, Stats, features, stats
 
@@ -102,17 +103,23 @@ def noisy_gd(st: Stats, lam: float, eta0: float, steps, s, R: float, gamma0: np.
     if 0 in cps:
         cps[0] = G.copy()
     norms = np.empty((int(steps.max(initial=0)), m)) if trace else None
+    if trace and dry.active():  # a dry run cuts the steps: the norms it never reaches stay NaN
+        norms[:] = np.nan
     noisy = np.any(s > 0)
     # the per-step products have few rows (one per chain): memory-bound, so extra BLAS threads only
     # add synchronisation (and stall badly on a shared machine)
     with threadpool_limits(1, user_api="blas"):
         _iterate(G, st, A, use_z, shrink, eta0, steps, s, R, rng, noisy, common_noise, cps, norms, trace)
+    if dry.active():  # a dry run cut the steps: checkpoints it never reached get the last iterate
+        for t, v in cps.items():
+            if v is None:
+                cps[t] = G.copy()
     return Run(G, cps, norms)
 
 
 def _iterate(G, st, A, use_z, shrink, eta0, steps, s, R, rng, noisy, common_noise, cps, norms, trace):
     d = G.shape[1]
-    for t in range(int(steps.max(initial=0))):
+    for t in dry.loop(range(int(steps.max(initial=0))), "NoisyHead steps"):
         act = steps > t
         Ga = G[act]
         AG = (Ga @ st.Z.T) @ st.Z / st.N if use_z else Ga @ A     # A is symmetric

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from privtrans.book import dry
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 from . import train as T
 
@@ -29,8 +30,11 @@ STABLE_JUMP = 1.5
 
 
 def converged(tr: T.Trained) -> bool:
-    """Finite losses and a validation loss that fell below its value at step 0."""
+    """Finite losses and a validation loss that fell below its value at step 0 (in a dry run, which
+    trains one step and validates at step 0 only, finite losses: the rows still get evaluated)."""
     val = tr.history.get("val", {}).get("total", [])
+    if dry.active():
+        return (not tr.diverged) and all(map(math.isfinite, val + tr.history.get("train", {}).get("total", [])))
     return (not tr.diverged) and len(val) > 1 and all(map(math.isfinite, val)) and val[-1] < val[0]
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from privtrans.book import dry
 from privtrans.book.device import pick_device
 from privtrans.book.progress_bar import steps
 from privtrans.book.runcache import RunCache
@@ -294,7 +295,7 @@ def _train(model: TinyGPT, prep: Prepared, recipe: Recipe, loss_fn, seed: int) -
 
     model.train()
     validate(0)
-    for step in steps(range(recipe.steps), desc="train"):
+    for step in steps(dry.loop(range(recipe.steps), "train steps"), total=recipe.steps, desc="train"):
         idx = torch.randint(len(train), (recipe.batch,), generator=g)
         batch = train[idx.to(dev)]
         # drop the all-pad tail of the batch: shorter sequences are faster and change nothing

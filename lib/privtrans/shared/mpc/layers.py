@@ -35,6 +35,7 @@ import math
 
 import torch
 
+from privtrans.book import dry
 from privtrans.shared.activations import activation
 from privtrans.shared.models.plain_gpt import DENOM_EPS, MASK_VALUE, TinyGPT, causal_mask
 
@@ -229,7 +230,7 @@ class SecureGPT:
         caches = [{} for _ in range(self.cfg.n_layers)]
         h = self.layers(self.embed(self.onehot(prefix)), caches, 0)[-1:]
         hiddens, tokens = [h], []
-        for step in range(n_new):
+        for step in dry.loop(range(n_new), "generated tokens (private)"):
             if decoding == "vanilla":
                 with self.meter("Gen"):
                     tok = h.matmul(self.wte_t).argmax(dim=-1, one_hot=True)

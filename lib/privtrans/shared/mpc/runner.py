@@ -82,10 +82,17 @@ def run_party(rank: int, world_size: int, rendezvous: str, fn, *args, threads: i
             pass
 
 
-def _child(rank, world_size, rendezvous, fn, args, kwargs, threads, out):
+def _child(rank, world_size, rendezvous, fn, args, kwargs, threads, out, dry_run=False):
     try:
+        if dry_run:  # a forkserver started before the dry run was switched on lacks its variable
+            from privtrans.book import dry
+
+            dry.activate(True)
         value = run_party(rank, world_size, rendezvous, fn, *args, threads=threads, **kwargs)
-        out.put((rank, True, pickle.dumps(value)))
+        if dry_run:
+            out.put((rank, True, pickle.dumps(value), dry.booking()))
+        else:
+            out.put((rank, True, pickle.dumps(value)))
     except BaseException:  # noqa: BLE001 - report everything to the parent
         out.put((rank, False, traceback.format_exc()))
 
@@ -118,7 +125,11 @@ def run(fn, *args, world_size: int = 2, timeout: float = DEFAULT_TIMEOUT, thread
     ctx = _context(start_method)
     out = ctx.Queue()
     rendezvous = f"tcp://127.0.0.1:{free_port()}"
-    procs = [ctx.Process(target=_child, args=(r, world_size, rendezvous, fn, args, kwargs, threads, out),
+    from privtrans.book import dry
+
+    dry_run = dry.active()  # the parties' cut loops are booked here (rank 0's: the parties run in step)
+    procs = [ctx.Process(target=_child, args=(r, world_size, rendezvous, fn, args, kwargs, threads, out,
+                                              *((True,) if dry_run else ())),
                          daemon=True, name=f"privtrans-party-{r}") for r in range(world_size)]
     for p in procs:
         p.start()
@@ -129,7 +140,7 @@ def run(fn, *args, world_size: int = 2, timeout: float = DEFAULT_TIMEOUT, thread
             if left <= 0:
                 raise PartyError(f"parties did not finish within {timeout:.0f} s")
             try:
-                rank, ok, payload = out.get(timeout=min(left, 0.5))
+                rank, ok, payload, *booking = out.get(timeout=min(left, 0.5))
             except queue.Empty:
                 dead = [r for r, p in enumerate(procs)
                         if r not in results and not p.is_alive() and p.exitcode is not None]
@@ -142,6 +153,8 @@ def run(fn, *args, world_size: int = 2, timeout: float = DEFAULT_TIMEOUT, thread
             if not ok:
                 raise PartyError(f"party {rank} failed:\n{payload}")
             results[rank] = pickle.loads(payload)
+            if booking and rank == 0:
+                dry.absorb(booking[0])
     finally:
         for p in procs:
             p.join(timeout=2.0 if len(results) == world_size else 0.05)
