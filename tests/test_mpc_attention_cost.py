@@ -73,3 +73,28 @@ def test_secure_costs_read_every_party(monkeypatch):
     got = experiments.secure_costs(t, [("scaling", "quad")], 4)
     assert got["scaling+quad"]["Softmax"]["rounds"] == 2 and got["scaling+quad"]["Softmax"]["bytes"] == 50
     assert got["scaling+quad"]["Total"]["rounds"] == 7 and got["scaling+quad"]["Total"]["bytes"] == 60
+
+
+def test_secure_costs_guard_grows_with_the_forwards(monkeypatch):
+    """The parties' timeout is per secure forward (a fixed 300 s stopped Table 2 at `paper`, where
+    one BERT-Base-sized forward took 99 s and the table runs 10); an explicit one is kept."""
+    from privtrans.shared.mpc import runner
+
+    seen = []
+
+    def fake_run(fn, cfgs, state, ids, mask, types, reps, timeout=None, world_size=2):
+        seen.append(timeout)
+        return [{f"{c['attention']}+{c['activation']}": {"cost": {}} for c in cfgs}]
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    t = {"cfg": {"vocab_size": 10}, "state": {}, "const": {}}
+    combos = [("scaling", "quad"), ("2quad", "quad"), ("softmax", "gelu")]
+    experiments.secure_costs(t, combos, 4, reps=2)
+    experiments.secure_costs(t, combos, 4, timeout=5)
+    assert seen == [experiments.SECURE_SECONDS_PER_FORWARD * 3 * 2, 5]
+
+    from privtrans.mpc_attention import spu
+
+    monkeypatch.setattr(spu, "model_cost", lambda *a, timeout: seen.append(timeout) or [])
+    experiments.spu_model_costs(dict(t, cfg={}), combos, 4, 0)
+    assert seen[-1] == experiments.SPU_SECONDS_PER_FORWARD * 3

@@ -101,3 +101,97 @@ def test_teachers_reads_back_each_task_and_seed_from_the_cache(tmp_path, monkeyp
     monkeypatch.setattr(train, "train_teacher", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained")))
     again = X.converted(["mr2"], S, [0, 1], [])["mr2"]["teachers"]
     assert [t["metric"] for t in got["mr2"]] == [t["metric"] for t in again]
+
+
+# ---- the dry run (issue 22): one step of each training loop, the full length booked -----------------
+
+def _teacher_as_before(task, cfg, epochs, lr, seed, batch=64):
+    """``train_teacher``'s loop as it was before the dry run's ``dry.loop``: the reference."""
+    torch.manual_seed(seed)
+    model = train.TinyEncoder(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    for ep in range(epochs):
+        model.train()
+        for ids, mask, types, y in task.train.batches(batch, shuffle=True, seed=seed * 1000 + ep):
+            loss = train._loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+    return model.eval()
+
+
+@pytest.fixture
+def dry_run():
+    from privtrans.book import dry
+
+    dry.activate()
+    try:
+        yield dry
+    finally:
+        dry.activate(False)
+
+
+def _same(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[n], sb[n]) for n in sa)
+
+
+def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
+    from privtrans.book import dry
+
+    assert not dry.active()
+    _, task = teacher_and_task
+    cfg = X.model_config(task, S)
+    m, _ = train.train_teacher(task, cfg, 2, lr=S["teacher_lr"], seed=4)
+    assert _same(m, _teacher_as_before(task, cfg, 2, S["teacher_lr"], 4))
+    with torch.no_grad():
+        out = m(task.dev.ids, task.dev.mask, task.dev.types)["logits"]
+    assert train.metric(m, task.dev) == float((out.argmax(1) == task.dev.y).float().mean())
+    assert train.predict(m, task.dev, batch=32).shape[0] == len(task.dev)  # every batch
+    assert dry.report(1.0)["loops"] == {}
+
+
+def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dry_run):
+    t, task = teacher_and_task
+    cfg = X.model_config(task, S)
+    m, _ = train.train_teacher(task, cfg, 3, lr=S["teacher_lr"], seed=4)
+    assert not _same(m, _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4))  # not even one full epoch
+    ref = _one_step_teacher(task, cfg, S["teacher_lr"], 4)
+    assert _same(m, ref)
+    n_batches = -(-len(task.train) // 64)
+    loops = dry_run.report(1.0)["loops"]
+    assert loops["teacher epochs"] == {"runs": 1, "kept": 1, "full": 3}
+    assert loops["teacher batches"] == {"runs": 1, "kept": 1, "full": n_batches}
+    # evaluation: the first batch only (the metric's batch of 256 holds all 128 smoke dev examples)
+    assert train.predict(m, task.dev, batch=32).shape[0] == 32
+    with torch.no_grad():
+        out = m(task.dev.ids, task.dev.mask, task.dev.types)["logits"]
+    assert train.metric(m, task.dev) == float((out.argmax(1) == task.dev.y).float().mean())
+    # distillation: both stages run, each one epoch of one batch, booked at full length
+    dry_run.reset()
+    r = train.distill(t, _students(t)[0], task, seed=3, **KW)
+    assert set(r) >= {"after_stage1", "after_stage2"}
+    loops = dry_run.report(1.0)["loops"]
+    assert loops["distillation stage 1 epochs"] == {"runs": 1, "kept": 1, "full": KW["epochs1"]}
+    assert loops["distillation stage 2 epochs"] == {"runs": 1, "kept": 1, "full": KW["epochs2"]}
+    assert loops["distillation stage 2 batches"] == {"runs": 1, "kept": 1, "full": n_batches}
+    # seeds together: one stacked step of each seed's sequence
+    dry_run.reset()
+    train.train_teachers_together([task, task], cfg, 2, lr=S["teacher_lr"], seeds=[4, 5])
+    assert dry_run.report(1.0)["loops"]["steps of seeds together"] == {"runs": 1, "kept": 1, "full": 2 * n_batches}
+
+
+def _one_step_teacher(task, cfg, lr, seed, batch=64):
+    """A teacher after the first step of its first epoch only."""
+    torch.manual_seed(seed)
+    model = train.TinyEncoder(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    model.train()
+    ids, mask, types, y = next(task.train.batches(batch, shuffle=True, seed=seed * 1000))
+    loss = train._loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return model.eval()

@@ -232,14 +232,22 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
             for t in tasks}
 
 
-def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 300) -> dict:
+# the guards against a hang, per secure forward (combination x rep): a fixed 300 s (CrypTen) and 600 s
+# (SPU) for all of Table 2's 10 stopped it at `paper` (BERT-Base sizes, 128 tokens), where one forward
+# of 2Quad + Quad took 99 s in CrypTen and 291 s in SPU/ABY3 on 2 shared cores (Softmax's cost more)
+SECURE_SECONDS_PER_FORWARD = 1200
+SPU_SECONDS_PER_FORWARD = 1200
+
+
+def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float | None = None) -> dict:
     """CrypTen 2PC forward of one input of ``length`` tokens for each (attention, activation).
 
     Cost does not depend on the weights (same shapes, same protocol), so every combination runs
     with the teacher's weights; the accuracy of each student is measured in plaintext, where the
     tests show the secure forward equals it. Returns {"att+act": meter summary} with every party's
     counters combined (``cost.combine_counts``: rounds the maximum over the parties, bytes their sum
-    halved, seconds the slowest party's).
+    halved, seconds the slowest party's). ``timeout`` (default ``SECURE_SECONDS_PER_FORWARD`` per
+    forward) stops parties that hang.
     """
     from privtrans.shared.mpc import runner
 
@@ -252,6 +260,8 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float = 3
         cfgs.append(c)
     ids = [[2] + [4 + (i % 50) for i in range(length - 2)] + [3]]
     mask = [[1.0] * length]
+    if timeout is None:
+        timeout = SECURE_SECONDS_PER_FORWARD * len(cfgs) * max(1, reps)
     res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)
     return cost.parties_meter(res)  # every party's counters: rounds the maximum, bytes the sum (halved)
 
@@ -260,7 +270,9 @@ def spu_model_costs(t: dict, combos, length: int, seed: int, protocol: str = "AB
     """Whole-model secure inference of each (attention, activation) in SecretFlow SPU (the paper's
     framework; ``privtrans.mpc_attention.spu.model_cost``) with the teacher's weights and f(n)
     constants, one sentence of ``length`` tokens. As in ``secure_costs``, cost does not depend on
-    the weights; the error against plaintext does, so the teacher's are used."""
+    the weights; the error against plaintext does, so the teacher's are used. The worker's timeout is
+    ``SPU_SECONDS_PER_FORWARD`` per combination."""
     from . import spu
 
-    return spu.model_cost(t["state"], t["cfg"], combos, length, t["const"], seed, protocol)
+    return spu.model_cost(t["state"], t["cfg"], combos, length, t["const"], seed, protocol,
+                          timeout=SPU_SECONDS_PER_FORWARD * len(combos))

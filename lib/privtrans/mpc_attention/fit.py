@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from privtrans.book import dry
+
 from . import attention as A
 
 
@@ -48,7 +50,7 @@ def collect(model, batches, kind: str) -> Denominators:
     probe = model if model.cfg.attention == kind else model.converted(kind, model.cfg.activation)
     probe.eval()
     ns, layers, heads, vals = [], [], [], []
-    for batch in batches:
+    for batch in dry.loop(batches, "fit batches"):
         ids, mask = batch[0], batch[1].float()
         types = batch[2] if len(batch) > 2 else None
         out = probe(ids, mask, types)
@@ -72,7 +74,7 @@ def relu_eps_change(model, batches) -> dict:
     for the unmasked query rows of ``batches`` ((ids, mask01[, types])): ``attention.relu_eps_change``."""
     model.eval()
     parts = []
-    for batch in batches:
+    for batch in dry.loop(batches, "relu_eps batches"):
         ids, mask = batch[0], batch[1].float()
         types = batch[2] if len(batch) > 2 else None
         out = model(ids, mask, types)

@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from privtrans.book import dry
 from privtrans.shared.mpc import compat
 from privtrans.shared.mpc.meter import Meter
 
@@ -56,7 +57,7 @@ def secure_forward(cfgs: list[dict], state: dict, ids: list[list[int]], mask01: 
         model.load_state_dict(state)
         model.eval()
         best = None
-        for _ in range(max(1, reps)):
+        for _ in dry.loop(range(max(1, reps)), "secure forward reps"):
             meter = Meter()
             with meter.total():
                 with meter("Embed"):
@@ -101,7 +102,7 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
         c = const.get(A.FREEDIV.get(kind)) if kind in A.FREEDIV else None
         A.normalise(kind, sx, mask, c)  # warm-up
         times = []
-        for _ in range(max(1, reps)):
+        for _ in dry.loop(range(max(1, reps)), "attention cost reps"):
             comm.reset_communication_stats()
             t0 = time.perf_counter()
             y = A.normalise(kind, sx, mask, c)

@@ -13,6 +13,7 @@ the last epoch's model is kept (MPCFormer keeps the best dev checkpoint, an opti
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from functools import partial
@@ -24,10 +25,15 @@ from scipy import stats
 from torch import nn
 from torch.func import vmap
 
+from privtrans.book import dry
 from privtrans.shared import seeds_together as T
 
 from .encoder import EncoderConfig, TinyEncoder
 from .encoder import forward as encoder_forward
+
+
+def _n_batches(split, batch: int) -> int:
+    return math.ceil(len(split) / batch)
 
 
 def _loss_task(logits, y, n_out):
@@ -41,9 +47,10 @@ def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch
     model = TinyEncoder(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     t0 = time.perf_counter()
-    for ep in range(epochs):
+    for ep in dry.loop(range(epochs), "teacher epochs"):
         model.train()
-        for ids, mask, types, y in task.train.batches(batch, shuffle=True, seed=seed * 1000 + ep):
+        for ids, mask, types, y in dry.loop(task.train.batches(batch, shuffle=True, seed=seed * 1000 + ep),
+                                            "teacher batches", total=_n_batches(task.train, batch)):
             loss = _loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
             opt.zero_grad()
             loss.backward()
@@ -57,18 +64,21 @@ def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch
 @torch.no_grad()
 def predict(model, split, batch: int = 256) -> torch.Tensor:
     model.eval()
-    return torch.cat([model(ids, mask, types)["logits"] for ids, mask, types, _ in split.batches(batch)])
+    return torch.cat([model(ids, mask, types)["logits"] for ids, mask, types, _ in
+                      dry.loop(split.batches(batch), "evaluation batches", total=_n_batches(split, batch))])
 
 
 def metric(model, split) -> float:
-    """Accuracy, or (Pearson + Spearman) / 2 for regression (the paper's STS-B number), in [0, 1]."""
+    """Accuracy, or (Pearson + Spearman) / 2 for regression (the paper's STS-B number), in [0, 1].
+    (In a dry run ``predict`` covers only the first batch: the metric is that batch's.)"""
     out = predict(model, split)
+    gold = split.y[:len(out)]  # all of it, except in a dry run
     if out.size(1) == 1:
-        p, y = out[:, 0].numpy(), split.y.numpy()
+        p, y = out[:, 0].numpy(), gold.numpy()
         if np.std(p) == 0:
             return 0.0
         return float((stats.pearsonr(p, y)[0] + stats.spearmanr(p, y)[0]) / 2)
-    return float((out.argmax(1) == split.y).float().mean())
+    return float((out.argmax(1) == gold).float().mean())
 
 
 def stage1_loss(s_out, t_out, mask):
@@ -107,10 +117,12 @@ def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epoch
     shared = 0.0
     for stage, (epochs, lr) in enumerate(((epochs1, lr1), (epochs2, lr2)), start=1):
         opts = [torch.optim.AdamW(st.parameters(), lr=lr, weight_decay=0.01) for st in students]
-        for ep in range(epochs):
+        for ep in dry.loop(range(epochs), f"distillation stage {stage} epochs"):
             for st in students:
                 st.train()
-            for ids, mask, types, y in task.train.batches(batch, shuffle=True, seed=seed * 1000 + 100 * stage + ep):
+            for ids, mask, types, y in dry.loop(
+                    task.train.batches(batch, shuffle=True, seed=seed * 1000 + 100 * stage + ep),
+                    f"distillation stage {stage} batches", total=_n_batches(task.train, batch)):
                 t0 = time.perf_counter()
                 with torch.no_grad():
                     t_out = teacher(ids, mask, types)
@@ -253,7 +265,7 @@ def _run_stage(st: T.Stack, data: _Stacked, steps: list[list[torch.Tensor]], lr:
     opt = torch.optim.AdamW(st.parameters(), lr=lr, weight_decay=0.01)
     n_steps = max(len(s) for s in steps)
     kept = {}
-    for j in range(n_steps):
+    for j in dry.loop(range(n_steps), "steps of seeds together"):
         ids, mask, types, y, w = data.batch([s[j] if j < len(s) else None for s in steps])
         out = st(ids, mask, types)
         total = loss(out, ids, mask, types, y, w).sum()
