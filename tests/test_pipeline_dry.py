@@ -35,20 +35,25 @@ def test_rows_take_the_dry_notebooks_with_their_tally(tmp_path):
     assert "2.0 h" in dry.table(rows)
 
 
-def test_the_record_round_trips_into_the_page_table(tmp_path):
-    rows = dry.rows_of(fake_dry_build(tmp_path))
-    root = tmp_path / "root"
-    (root / "data").mkdir(parents=True)
-    assert "No dry run has been recorded" in dry.page_table(root)
-    meta = {"date": "2026-11-26T15:00:00+00:00", "commit": "abc1234",
-            "machine": {"gpu": None, "cores": 2, "torch": "2.13.0"}}
-    (root / dry.RECORD).write_text(dry.record_csv(rows, meta))
-    page = dry.page_table(root)
-    assert "at commit `abc1234` (no GPU, 2 cores, torch 2.13.0)" in page
-    assert "| taft/01_pretraining (ok) | 0.5 min | 2.0 h | epochs 1/15, batches 1/400 |" in page
-    assert "| taft/02_table1_finetuning (failed) | 0.1 min | – |" in page
+def test_the_record_keeps_each_notebooks_latest_row_and_the_page_lists_every_notebook(tmp_path):
+    copy = fake_dry_build(tmp_path)
+    rows = dry.rows_of(copy)
+    assert "No dry run has been recorded" in dry.page_table(copy)
+    cpu = {"date": "2026-11-26T15:00:00+00:00", "commit": "abc1234", "machine": {"gpu": None, "cores": 2}}
+    (copy / dry.RECORD).parent.mkdir(parents=True, exist_ok=True)
+    (copy / dry.RECORD).write_text(dry.merged_record([], rows, cpu))
+    gpu = {"date": "2026-11-27T09:00:00+00:00", "commit": "def5678", "machine": {"gpu": "NVIDIA H200", "cores": 16}}
+    again = [{**rows[0], "dry_seconds": 6.0, "paper_estimate_s": 60.0}]  # taft/01 measured again on a GPU
+    (copy / dry.RECORD).write_text(dry.merged_record(dry.read_record(copy), again, gpu))
+    assert [(r["notebook"], r["machine"]) for r in dry.read_record(copy)] == \
+        [("01_pretraining", "NVIDIA H200"), ("02_table1_finetuning", "CPU, 2 cores")]
+    page = dry.page_table(copy)
+    assert "| taft/01_pretraining | 0.1 min | 1.0 min | NVIDIA H200, `def5678`, 2026-11-27 | epochs 1/15, batches 1/400 |" in page
+    assert "| taft/02_table1_finetuning (failed) | 0.1 min | – | CPU, 2 cores, `abc1234`, 2026-11-26 |" in page
+    assert "| merge/01_x | not recorded |" in page and "1 notebook(s) have no recorded dry run." in page
 
 
-def test_record_needs_the_whole_book(tmp_path):
-    with pytest.raises(SystemExit, match="whole book"):
-        dry.main(["--record", "--chapter", "taft", "--root", str(tmp_path)])
+def test_rows_can_be_limited_to_the_notebooks_asked_for(tmp_path):
+    copy = fake_dry_build(tmp_path)
+    wanted = [nb for nb in dry.discover(copy) if nb.stem == "02_table1_finetuning"]
+    assert [r["notebook"] for r in dry.rows_of(copy, wanted)] == ["02_table1_finetuning"]

@@ -5,9 +5,10 @@ cut to its first step: ``privtrans.book.dry``), in a temporary copy of this chec
 so that a reader about to spend GPU hours at `paper` knows first that every notebook starts and gets
 through every method, task and grid point at the paper's shapes. Prints, per notebook, its status,
 its dry-run seconds and its estimated `paper` cost, and writes them to ``_build/dry_run.json``; the
-build here is left alone. With ``--record`` (the whole book's dry run) the estimates are also
-written to ``data/dry_run.csv``, with the machine and commit that measured them, which
-``book/reproducing.md`` tabulates. Exit status 0 when every notebook ran.
+build here is left alone. With ``--record`` the run's rows replace those notebooks' rows in
+``data/dry_run.csv``, each with the machine, commit and date that measured it, which
+``book/reproducing.md`` tabulates (every notebook, recorded or not). Exit status 0 when every
+notebook ran.
 Not part of ``make book`` or ``make test``: at `paper` shapes it takes tens of minutes on a CPU.
 """
 
@@ -32,7 +33,8 @@ from .discover import discover
 from .seedflip import pipeline_in_copy
 
 RECORD = Path("data") / "dry_run.csv"
-FIELDS = ("chapter", "notebook", "status", "dry_seconds", "paper_estimate_s", "seed_factor", "cut_loops")
+FIELDS = ("chapter", "notebook", "status", "dry_seconds", "paper_estimate_s", "seed_factor", "cut_loops",
+          "machine", "commit", "date")
 
 
 def machine() -> dict:
@@ -46,17 +48,18 @@ def machine() -> dict:
 
 def commit(root: Path) -> str | None:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True,
                               text=True, check=True).stdout.strip() or None
     except (OSError, subprocess.CalledProcessError):
         return None
 
 
-def rows_of(copy: Path) -> list[dict]:
+def rows_of(copy: Path, wanted=None) -> list[dict]:
     """One row per notebook the dry build in ``copy`` ran (its per-notebook state, written as each
-    finishes, so a build stopped half-way still reports what ran): its status and its ``dry`` tally."""
+    finishes, so a build stopped half-way still reports what ran): its status and its ``dry`` tally.
+    ``wanted``: the notebooks (discover's) to report, default all."""
     out = []
-    for nb in discover(copy):
+    for nb in wanted if wanted is not None else discover(copy):
         st = cache.load_state(copy, nb)
         if not st or st.get("profile") != DRY:  # a notebook this dry run did not reach
             continue
@@ -86,49 +89,58 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def record_csv(rows: list[dict], meta: dict) -> str:
-    """``data/dry_run.csv``: a comment line per fact of the run, then one row per notebook."""
+def where(m: dict) -> str:
+    """A machine in a few words: its GPU, or its cores."""
+    return f"{m['gpu']}" if m.get("gpu") else f"CPU, {m.get('cores')} cores"
+
+
+def read_record(root: Path) -> list[dict]:
+    """The rows of ``data/dry_run.csv`` (none when no dry run was recorded)."""
+    path = root / RECORD
+    if not path.is_file():
+        return []
+    return list(csv.DictReader([ln for ln in path.read_text().splitlines() if not ln.startswith("#")]))
+
+
+def merged_record(old: list[dict], rows: list[dict], meta: dict) -> str:
+    """``data/dry_run.csv`` with ``rows`` (one dry run, measured as ``meta`` says) in place of the
+    rows of the same notebooks; each row names the machine, commit and date that measured it."""
+    stamp = {"machine": where(meta["machine"]), "commit": meta["commit"], "date": meta["date"]}
+    new = {(r["chapter"], r["notebook"]): {**r, **stamp} for r in rows}
+    keep = [r for r in old if (r["chapter"], r["notebook"]) not in new]
     buf = io.StringIO()
-    for k in ("date", "commit", "machine"):
-        buf.write(f"# {k}: {json.dumps(meta[k]) if k == 'machine' else meta[k]}\n")
+    buf.write("# written by `make dry DRY_ARGS=--record` (privtrans.book.pipeline.dry); one row per notebook,\n"
+              "# the latest dry run of each; seconds on the machine named in the row\n")
     w = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows(sorted(keep + list(new.values()), key=lambda r: (r["chapter"], r["notebook"])))
     return buf.getvalue()
 
 
-def read_record(root: Path) -> tuple[dict, list[dict]] | None:
-    """(facts, rows) of ``data/dry_run.csv``; None when no dry run was recorded."""
-    path = root / RECORD
-    if not path.is_file():
-        return None
-    text = path.read_text().splitlines()
-    meta = {}
-    for line in text:
-        if line.startswith("# ") and ": " in line:
-            k, v = line[2:].split(": ", 1)
-            meta[k] = v
-    body = [ln for ln in text if not ln.startswith("#")]
-    return meta, list(csv.DictReader(body))
-
-
 def page_table(root: Path) -> str:
-    """The reproducing page's table of estimated `paper` costs (``book/_generated/dry_run.md``)."""
-    rec = read_record(root)
-    if rec is None:
-        return "No dry run has been recorded yet: `make dry` measures one.\n"
-    meta, rows = rec
-    m = json.loads(meta.get("machine", "{}"))
-    where = f"{m.get('gpu') or 'no GPU'}, {m.get('cores')} cores, torch {m.get('torch')}"
-    out = [f"Recorded by `make dry` on {meta.get('date')} at commit `{meta.get('commit')}` ({where}).", "",
-           "| notebook | dry run | estimated at `paper` | loops cut (kept/full, summed over runs) |", "|---|---|---|---|"]
-    total = 0.0
-    for r in rows:
+    """The reproducing page's table of estimated `paper` costs (``book/_generated/dry_run.md``):
+    every notebook of the book, with its recorded dry run or none."""
+    rec = {(r["chapter"], r["notebook"]): r for r in read_record(root)}
+    if not rec:
+        return "No dry run has been recorded yet: `make dry DRY_ARGS=--record` measures one.\n"
+    out = ["| notebook | dry run | estimated at `paper` | measured on | loops cut (kept/full, summed over runs) |",
+           "|---|---|---|---|---|"]
+    total, missing = 0.0, 0
+    for nb in discover(root):
+        r = rec.get((nb.chapter, nb.stem))
+        if r is None:
+            missing += 1
+            out.append(f"| {nb.label} | not recorded | | | |")
+            continue
         est = float(r["paper_estimate_s"]) if r["paper_estimate_s"] else None
         total += est or 0.0
         dry_s = float(r["dry_seconds"]) if r["dry_seconds"] else None
-        out.append(f"| {r['chapter']}/{r['notebook']} ({r['status']}) | {hours(dry_s)} | {hours(est)} | {r['cut_loops']} |")
-    out.append(f"| all | | {hours(total)} | |")
+        status = "" if r["status"] == "ok" else f" ({r['status']})"
+        out.append(f"| {nb.label}{status} | {hours(dry_s)} | {hours(est)} | {r['machine']}, "
+                   f"`{r['commit']}`, {r['date'][:10]} | {r['cut_loops']} |")
+    out.append(f"| all recorded | | {hours(total)} | | |")
+    if missing:
+        out += ["", f"{missing} notebook(s) have no recorded dry run."]
     return "\n".join(out) + "\n"
 
 
@@ -144,7 +156,7 @@ def report(root: Path, rows: list[dict], expected: int, record: bool, exit_ok: b
     for r in failed:
         print(f"FAILED {r['chapter']}/{r['notebook']}: {r['error']}", file=sys.stderr)
     if record:  # every row says its status: a failed or missing notebook shows as such on the page
-        atomic_write_text(root / RECORD, record_csv(rows, meta))
+        atomic_write_text(root / RECORD, merged_record(read_record(root), rows, meta))
         print(f"recorded in {RECORD}")
     print(f"dry run: {len(rows) - len(failed)} of {expected} notebooks ran; {out.relative_to(root)}")
     return 0 if not failed and len(rows) == expected and exit_ok else 1
@@ -155,7 +167,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chapter", action="append", default=[], help=f"one of {', '.join(KEYS)} (default: all)")
     ap.add_argument("--notebook", action="append", default=[], help="chapter/name (repeatable)")
     ap.add_argument("--jobs", type=int, default=1, help="notebooks of that many chapters at once")
-    ap.add_argument("--record", action="store_true", help=f"also write {RECORD} (the whole book's dry run)")
+    ap.add_argument("--record", action="store_true",
+                    help=f"also keep this run's rows in {RECORD} (replacing those notebooks' earlier rows)")
     ap.add_argument("--in-place", action="store_true",
                     help="run in this checkout itself, not a copy (a throwaway checkout, e.g. on a GPU machine)")
     ap.add_argument("--collect", action="store_true",
@@ -164,23 +177,21 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     root = (a.root or repo_root()).resolve()
     chapters = [get(c).key for arg in a.chapter for c in arg.split(",") if c]
-    if a.record and (chapters or a.notebook):
-        raise SystemExit("--record needs the whole book's dry run (no --chapter or --notebook)")
     args = ["--profile", DRY, "--no-html", "--jobs", str(a.jobs)]
     args += ["--chapter", ",".join(chapters)] if chapters else []
     for nb in a.notebook:
         args += ["--notebook", nb]
-    expected = len([nb for nb in discover(root) if (not chapters or nb.chapter in chapters)
-                    and (not a.notebook or nb.label in a.notebook)])
+    wanted = [nb for nb in discover(root) if (not chapters or nb.chapter in chapters)
+              and (not a.notebook or nb.label in a.notebook)]
     if a.collect:
-        return report(root, rows_of(root), expected, a.record)
+        return report(root, rows_of(root, wanted), len(wanted), a.record)
     if a.in_place:
         proc = subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), "--force", *args],
                               cwd=root, env=dict(os.environ, PRIVTRANS_ROOT=str(root)))
-        return report(root, rows_of(root), expected, a.record, proc.returncode == 0)
+        return report(root, rows_of(root, wanted), len(wanted), a.record, proc.returncode == 0)
     with pipeline_in_copy(root, "dry-run-", args, "dry run (profile dry: paper shapes, one step per loop)") as (copy, proc):
-        rows = rows_of(copy)
-    return report(root, rows, expected, a.record, proc.returncode == 0)
+        rows = rows_of(copy, [nb for nb in discover(copy) if nb.label in {w.label for w in wanted}])
+    return report(root, rows, len(wanted), a.record, proc.returncode == 0)
 
 
 if __name__ == "__main__":
