@@ -15,6 +15,19 @@ IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".
 
 
 @pytest.fixture
+def dry_run():
+    """The dry run switched on (privtrans.book.dry, a fresh tally) for one test, off after it; yields
+    the module, whose ``report`` gives the tally."""
+    from privtrans.book import dry
+
+    dry.activate()
+    try:
+        yield dry
+    finally:
+        dry.activate(False)
+
+
+@pytest.fixture
 def float64():
     """Comparisons at float64 tolerance (not the model's precision); the default dtype is restored after."""
     import torch

@@ -7,15 +7,6 @@ import pytest
 from privtrans.book import dry, paired, profiles, runcache, session, workers
 
 
-@pytest.fixture
-def dry_on():
-    dry.activate()
-    try:
-        yield
-    finally:
-        dry.activate(False)
-
-
 class Clock:
     """A fake perf_counter that a loop body advances, so the bookings are exact."""
 
@@ -40,7 +31,7 @@ def test_outside_a_dry_run_every_item_comes_and_nothing_is_booked():
     assert paired.seeds(4, 5) == [4, 5, 6, 7, 8]
 
 
-def test_a_cut_loop_books_its_full_length(dry_on, clock):
+def test_a_cut_loop_books_its_full_length(dry_run, clock):
     seen = []
     for i in dry.loop(range(10), "epochs"):
         seen.append(i)
@@ -52,7 +43,7 @@ def test_a_cut_loop_books_its_full_length(dry_on, clock):
     assert r["loops"] == {"epochs": {"runs": 1, "kept": 1, "full": 10}}
 
 
-def test_nested_loops_count_the_inner_at_its_full_length_in_each_outer_step(dry_on, clock):
+def test_nested_loops_count_the_inner_at_its_full_length_in_each_outer_step(dry_run, clock):
     for _ in dry.loop(range(10), "epochs"):
         clock.now += 1.0  # per epoch, outside the batches
         for _ in dry.loop(range(50), "batches", keep=2):
@@ -63,14 +54,14 @@ def test_nested_loops_count_the_inner_at_its_full_length_in_each_outer_step(dry_
     assert r["loops"]["batches"] == {"runs": 1, "kept": 2, "full": 50}
 
 
-def test_an_abandoned_loop_books_what_ran(dry_on, clock):
+def test_an_abandoned_loop_books_what_ran(dry_run, clock):
     for _ in dry.loop(range(4), "steps", keep=3):
         clock.now += 1.0
         break
     assert dry.report(1.0)["loops_full_seconds"] == 4.0
 
 
-def test_seeds_keep_two_and_scale_the_loops(dry_on, clock):
+def test_seeds_keep_two_and_scale_the_loops(dry_run, clock):
     assert paired.seeds(0, 10) == [0, 1] and paired.seeds(0, 2) == [0, 1]
     for _ in dry.loop(range(3), "steps"):
         clock.now += 1.0
@@ -78,7 +69,7 @@ def test_seeds_keep_two_and_scale_the_loops(dry_on, clock):
     assert r["seed_factor"] == 5.0 and r["paper_estimate_s"] == 15.0
 
 
-def test_an_unsized_loop_needs_its_total(dry_on):
+def test_an_unsized_loop_needs_its_total(dry_run):
     with pytest.raises(TypeError, match="total="):
         list(dry.loop(iter(range(3)), "batches"))
     assert list(dry.loop(iter(range(3)), "batches", total=3)) == [0]
@@ -102,7 +93,7 @@ def test_dry_artefacts_are_keyed_apart_from_real_ones(tmp_path):
     assert cache.key({"a": 1}) == real
 
 
-def test_workers_run_in_this_process_in_a_dry_run(dry_on):
+def test_workers_run_in_this_process_in_a_dry_run(dry_run):
     pids = []
     workers.in_parallel([lambda: pids.append(os.getpid()) for _ in range(3)], workers=2)
     assert pids == [os.getpid()] * 3

@@ -358,16 +358,6 @@ def test_dpsgd_bracket_reads_steps_epochs_and_clip():
 
 
 # ----------------------------------------------------------------------------- the dry run
-@pytest.fixture
-def dry_run():
-    from privtrans.book import dry
-
-    dry.activate()
-    try:
-        yield dry
-    finally:
-        dry.activate(False)
-
 
 def _dry_problem():
     hp = constants.low_dim(300).with_(R=1.0)

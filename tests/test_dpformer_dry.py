@@ -14,15 +14,6 @@ def tiny():
     return data.leave_one_out(d, 6)
 
 
-@pytest.fixture
-def dry_on():
-    dry.activate()
-    try:
-        yield
-    finally:
-        dry.activate(False)
-
-
 def _spec(method="transformer", epsilon=None):
     return train.RunSpec(method=method, epsilon=epsilon, epochs=2, batch_size=128, d=8, max_len=6, eval_every=1)
 
@@ -44,7 +35,7 @@ def test_train_run_outside_a_dry_run_runs_every_step(tiny, whole):
     assert [c["epoch"] for c in r["curve"]] == [1, 2]
 
 
-def test_train_run_in_a_dry_run_runs_one_step_and_books_all(tiny, whole, dry_on):
+def test_train_run_in_a_dry_run_runs_one_step_and_books_all(tiny, whole, dry_run):
     spec = _spec()
     full = _total(tiny, spec)
     r = train.train_run(spec, tiny, device="cpu")
@@ -56,7 +47,7 @@ def test_train_run_in_a_dry_run_runs_one_step_and_books_all(tiny, whole, dry_on)
     assert r["train_loss"][0] == whole["train_loss"][0]  # the same first step: same RNG draws, same order
 
 
-def test_train_together_in_a_dry_run_runs_one_step(tiny, dry_on):
+def test_train_together_in_a_dry_run_runs_one_step(tiny, dry_run):
     spec = _spec()
     out = train.train_together(spec, tiny, [0, 1], device="cpu")
     assert [len(r["train_loss"]) for r in out] == [1, 1] and [len(r["curve"]) for r in out] == [1, 1]
@@ -64,7 +55,7 @@ def test_train_together_in_a_dry_run_runs_one_step(tiny, dry_on):
                                                                         "full": _total(tiny, spec)}
 
 
-def test_timing_loops_keep_two_repeats_and_one_step_in_a_dry_run(dry_on):
+def test_timing_loops_keep_two_repeats_and_one_step_in_a_dry_run(dry_run):
     calls = []
     steps = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
     out = efficiency.time_interleaved(steps, repeats=6, steps_per_repeat=3, warmup=1)

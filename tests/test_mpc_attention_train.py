@@ -105,31 +105,25 @@ def test_teachers_reads_back_each_task_and_seed_from_the_cache(tmp_path, monkeyp
 
 # ---- the dry run (issue 22): one step of each training loop, the full length booked -----------------
 
-def _teacher_as_before(task, cfg, epochs, lr, seed, batch=64):
-    """``train_teacher``'s loop as it was before the dry run's ``dry.loop``: the reference."""
+def _teacher_as_before(task, cfg, epochs, lr, seed, batch=64, steps=None):
+    """``train_teacher``'s loop as it was before the dry run's ``dry.loop``: the reference (after
+    its first ``steps`` batches only, when given)."""
     torch.manual_seed(seed)
     model = train.TinyEncoder(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    done = 0
     for ep in range(epochs):
         model.train()
         for ids, mask, types, y in task.train.batches(batch, shuffle=True, seed=seed * 1000 + ep):
+            if steps is not None and done == steps:
+                return model.eval()
+            done += 1
             loss = train._loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
     return model.eval()
-
-
-@pytest.fixture
-def dry_run():
-    from privtrans.book import dry
-
-    dry.activate()
-    try:
-        yield dry
-    finally:
-        dry.activate(False)
 
 
 def _same(a, b):
@@ -157,7 +151,7 @@ def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dr
     cfg = X.model_config(task, S)
     m, _ = train.train_teacher(task, cfg, 3, lr=S["teacher_lr"], seed=4)
     assert not _same(m, _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4))  # not even one full epoch
-    ref = _one_step_teacher(task, cfg, S["teacher_lr"], 4)
+    ref = _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4, steps=1)  # its first step only
     assert _same(m, ref)
     n_batches = -(-len(task.train) // 64)
     loops = dry_run.report(1.0)["loops"]
@@ -180,18 +174,3 @@ def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dr
     dry_run.reset()
     train.train_teachers_together([task, task], cfg, 2, lr=S["teacher_lr"], seeds=[4, 5])
     assert dry_run.report(1.0)["loops"]["steps of seeds together"] == {"runs": 1, "kept": 1, "full": 2 * n_batches}
-
-
-def _one_step_teacher(task, cfg, lr, seed, batch=64):
-    """A teacher after the first step of its first epoch only."""
-    torch.manual_seed(seed)
-    model = train.TinyEncoder(cfg)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    model.train()
-    ids, mask, types, y = next(task.train.batches(batch, shuffle=True, seed=seed * 1000))
-    loss = train._loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
-    opt.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    return model.eval()

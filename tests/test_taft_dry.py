@@ -6,7 +6,6 @@ full lengths; outside one, every loop runs in full and the results are those of 
 
 import types
 
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -18,15 +17,6 @@ from privtrans.taft.vit import ViT, ViTConfig
 
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)
 N, BATCH, EPOCHS = 40, 16, 3  # 3 batches an epoch
-
-
-@pytest.fixture
-def dry_run():
-    dry.activate()
-    try:
-        yield
-    finally:
-        dry.activate(False)
 
 
 def plain(iterable, what, total=None, keep=1):
