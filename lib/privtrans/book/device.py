@@ -13,3 +13,11 @@ def pick_device():
     if want:
         return torch.device(want)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve(device=None):
+    """``device`` as a torch.device when given, else ``pick_device()``: the ``device=None`` default of
+    every training function."""
+    import torch
+
+    return torch.device(device) if device is not None else pick_device()

@@ -94,10 +94,11 @@ def power_law(n, const) -> torch.Tensor:
     ``const``: (a, b) floats (one curve for all layers and heads, the paper) or tensors of shape
     (H,) (one per head: the extension the paper names as future work).
     """
-    a, b = (torch.as_tensor(v, dtype=torch.float32) for v in const)
+    n = torch.as_tensor(n, dtype=torch.float32)
+    a, b = (torch.as_tensor(v, dtype=torch.float32, device=n.device) for v in const)
     if a.dim() == 1:
         a, b = a.view(-1, 1, 1), b.view(-1, 1, 1)
-    return a * torch.as_tensor(n, dtype=torch.float32) ** b
+    return a * n ** b
 
 
 def key_count(mask01: torch.Tensor) -> torch.Tensor:

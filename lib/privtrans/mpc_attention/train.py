@@ -9,6 +9,10 @@ The recipe is MPCFormer's ``task_distill.py`` (research notes §2.5), scaled to 
 The student starts from the teacher's weights. Deviations: AdamW with a global grad-norm clip of
 1.0 (MPCFormer: BertAdam, per-parameter clip); epochs and learning rates come from the profile;
 the last epoch's model is kept (MPCFormer keeps the best dev checkpoint, an optimistic choice).
+
+Device: training runs on ``device`` (default ``book.device.pick_device()``: cuda when present, so
+``paper``'s BERT-Base sizes need no code change); models are built on the CPU (the same initial
+weights on every device) and handed back on the CPU, so what the cache stores loads anywhere.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from torch import nn
 from torch.func import vmap
 
 from privtrans.book import dry
+from privtrans.book.device import resolve as _device
 from privtrans.shared import seeds_together as T
 
 from .encoder import EncoderConfig, TinyEncoder
@@ -36,21 +41,27 @@ def _n_batches(split, batch: int) -> int:
     return math.ceil(len(split) / batch)
 
 
+def _to(device, batch):
+    return [t.to(device) for t in batch]
+
+
 def _loss_task(logits, y, n_out):
     return F.mse_loss(logits[:, 0], y) if n_out == 1 else F.cross_entropy(logits, y)
 
 
 def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch: int = 64,
-                  seed: int = 0, progress=None) -> tuple[TinyEncoder, float]:
-    """Fine-tune a fresh encoder (Softmax + GeLU) on the task; returns (model, seconds)."""
+                  seed: int = 0, progress=None, device=None) -> tuple[TinyEncoder, float]:
+    """Fine-tune a fresh encoder (Softmax + GeLU) on the task; returns (model on the CPU, seconds)."""
+    dev = _device(device)
     torch.manual_seed(seed)
-    model = TinyEncoder(cfg)
+    model = TinyEncoder(cfg).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     t0 = time.perf_counter()
     for ep in dry.loop(range(epochs), "teacher epochs"):
         model.train()
         for ids, mask, types, y in dry.loop(task.train.batches(batch, shuffle=True, seed=seed * 1000 + ep),
                                             "teacher batches", total=_n_batches(task.train, batch)):
+            ids, mask, types, y = _to(dev, (ids, mask, types, y))
             loss = _loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
             opt.zero_grad()
             loss.backward()
@@ -58,13 +69,16 @@ def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch
             opt.step()
         if progress:
             progress(ep)
-    return model.eval(), time.perf_counter() - t0
+    secs = time.perf_counter() - t0
+    return model.cpu().eval(), secs
 
 
 @torch.no_grad()
 def predict(model, split, batch: int = 256) -> torch.Tensor:
+    """Logits of every example of ``split`` (on the CPU), computed on the model's device."""
     model.eval()
-    return torch.cat([model(ids, mask, types)["logits"] for ids, mask, types, _ in
+    dev = next(model.parameters()).device
+    return torch.cat([model(*_to(dev, (ids, mask, types)))["logits"].cpu() for ids, mask, types, _ in
                       dry.loop(split.batches(batch), "evaluation batches", total=_n_batches(split, batch))])
 
 
@@ -97,20 +111,25 @@ def stage2_loss(s_out, t_out, y, n_out, temperature: float = 1.0):
 
 
 def distill(teacher: TinyEncoder, student: TinyEncoder, task, epochs1: int, epochs2: int,
-            lr1: float = 1e-3, lr2: float = 2e-4, batch: int = 64, seed: int = 0) -> dict:
+            lr1: float = 1e-3, lr2: float = 2e-4, batch: int = 64, seed: int = 0, device=None) -> dict:
     """Both stages in place on ``student``; returns the metric after each stage and the seconds."""
-    return distill_group(teacher, [student], task, epochs1, epochs2, lr1, lr2, batch, seed)[0]
+    return distill_group(teacher, [student], task, epochs1, epochs2, lr1, lr2, batch, seed, device)[0]
 
 
 def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epochs1: int, epochs2: int,
-                  lr1: float = 1e-3, lr2: float = 2e-4, batch: int = 64, seed: int = 0) -> list[dict]:
+                  lr1: float = 1e-3, lr2: float = 2e-4, batch: int = 64, seed: int = 0,
+                  device=None) -> list[dict]:
     """``distill(teacher, s, task, ...)`` for every ``s`` of ``students`` in one pass over the
     batches: the teacher's forward of a batch (a quarter of a student's step at ci) is computed once
     for all of them. Every student takes the steps it would take alone, in the same order (same
     batches; the encoder has no dropout and its teacher is frozen), so its weights equal a lone run's
     bit for bit (tests/test_mpc_attention_train.py). A student's ``seconds`` is what its lone run would
-    spend: the teacher's forwards plus its own steps and evaluations."""
-    teacher.eval()
+    spend: the teacher's forwards plus its own steps and evaluations. Teacher and students are
+    trained on ``device`` and handed back on the CPU."""
+    dev = _device(device)
+    teacher.to(dev).eval()
+    for st in students:
+        st.to(dev)
     n_out = teacher.cfg.n_out
     outs = [{} for _ in students]
     own = [0.0] * len(students)
@@ -124,6 +143,7 @@ def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epoch
                     task.train.batches(batch, shuffle=True, seed=seed * 1000 + 100 * stage + ep),
                     f"distillation stage {stage} batches", total=_n_batches(task.train, batch)):
                 t0 = time.perf_counter()
+                ids, mask, types, y = _to(dev, (ids, mask, types, y))
                 with torch.no_grad():
                     t_out = teacher(ids, mask, types)
                 shared += time.perf_counter() - t0
@@ -140,6 +160,9 @@ def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epoch
             t0 = time.perf_counter()
             outs[i][f"after_stage{stage}"] = metric(st, task.dev)
             own[i] += time.perf_counter() - t0
+    teacher.cpu()
+    for st in students:
+        st.cpu()
     for out, secs in zip(outs, own):
         out["seconds"] = shared + secs
         out["examples_x_epochs"] = len(task.train) * (epochs1 + epochs2)
@@ -185,11 +208,12 @@ class _Seeded(nn.Module):
         return encoder_forward(self.enc.params(), self.enc.embed(ids, types), mask01, cfg)
 
 
-def _stack(models) -> T.Stack:
+def _stack(models, device) -> T.Stack:
+    """The models (moved to ``device`` in place) as one stack."""
     cfgs = {tuple((k, v) for k, v in m.cfg.to_dict().items() if k != "const") for m in models}
     if len(cfgs) != 1:
         raise ValueError(f"seeds trained together need one architecture, got {len(cfgs)} configs")
-    return T.Stack([_Seeded(m) for m in models])
+    return T.Stack([_Seeded(m).to(device) for m in models])
 
 
 def _wmean(per_example, w):
@@ -237,13 +261,13 @@ def _seed_steps(split, batch: int, generator_seeds: list[int]) -> list[torch.Ten
 class _Stacked:
     """Every seed's training split as (k, N_max, ...) tensors (shorter splits padded with row 0)."""
 
-    def __init__(self, splits):
+    def __init__(self, splits, device="cpu"):
         n = max(len(s) for s in splits)
 
         def pad(t):
             return torch.cat([t, t[:1].expand(n - len(t), *t.shape[1:])]) if len(t) < n else t
 
-        self.ids, self.mask, self.types, self.y = (torch.stack([pad(getattr(s, f)) for s in splits])
+        self.ids, self.mask, self.types, self.y = (torch.stack([pad(getattr(s, f)) for s in splits]).to(device)
                                                    for f in ("ids", "mask", "types", "y"))
 
     def batch(self, per_seed: list[torch.Tensor | None]):
@@ -255,7 +279,8 @@ class _Stacked:
         for i, p in enumerate(per_seed):
             if p is not None:
                 idx[i, :len(p)], w[i, :len(p)] = p, 1.0
-        row = torch.arange(len(per_seed))[:, None]
+        dev = self.ids.device
+        idx, w, row = idx.to(dev), w.to(dev), torch.arange(len(per_seed), device=dev)[:, None]
         return self.ids[row, idx], self.mask[row, idx], self.types[row, idx], self.y[row, idx], w
 
 
@@ -283,40 +308,44 @@ def _run_stage(st: T.Stack, data: _Stacked, steps: list[list[torch.Tensor]], lr:
 
 
 def train_teachers_together(tasks, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch: int = 64,
-                            seeds: list[int] = (0,)) -> tuple[list[TinyEncoder], float]:
+                            seeds: list[int] = (0,), device=None) -> tuple[list[TinyEncoder], float]:
     """``train_teacher(tasks[i], cfg, epochs, lr, batch, seeds[i])`` for every i as one vectorised
-    model; returns (models, seconds of the whole group)."""
+    model; returns (models on the CPU, seconds of the whole group)."""
     if len(tasks) != len(seeds):
         raise ValueError(f"need one task per seed, got {len(tasks)} tasks for {len(seeds)} seeds")
+    dev = _device(device)
     models = []
     for sd in seeds:
         torch.manual_seed(sd)
         models.append(TinyEncoder(cfg))
-    st = _stack(models)
-    data = _Stacked([t.train for t in tasks])
+    st = _stack(models, dev)
+    data = _Stacked([t.train for t in tasks], dev)
     t0 = time.perf_counter()
     st.train()
     steps = [_seed_steps(t.train, batch, [sd * 1000 + ep for ep in range(epochs)]) for t, sd in zip(tasks, seeds)]
     one = vmap(partial(_teacher_loss_one, n_out=cfg.n_out))
     _run_stage(st, data, steps, lr, lambda out, ids, mask, types, y, w: one(out, y, w))
     st.write_back()
-    return [m.eval() for m in models], time.perf_counter() - t0
+    secs = time.perf_counter() - t0
+    return [m.cpu().eval() for m in models], secs
 
 
 def distill_together(teachers, students, tasks, epochs1: int, epochs2: int, lr1: float = 1e-3,
-                     lr2: float = 2e-4, batch: int = 64, seeds: list[int] = (0,)) -> list[dict]:
+                     lr2: float = 2e-4, batch: int = 64, seeds: list[int] = (0,), device=None) -> list[dict]:
     """``distill(teachers[i], students[i], tasks[i], ..., seed=seeds[i])`` for every i as one
     vectorised model (students trained in place, the teachers' forward stacked under no_grad).
     Returns each seed's dict as ``distill`` does; "seconds" is the group's wall time divided by the
-    number of seeds (``group_seconds`` the whole, ``seeds_together`` the number)."""
+    number of seeds (``group_seconds`` the whole, ``seeds_together`` the number). Trained on
+    ``device``, handed back on the CPU."""
     k = len(seeds)
     if not len(teachers) == len(students) == len(tasks) == k:
         raise ValueError("need one teacher, student and task per seed")
     n_out = teachers[0].cfg.n_out
     for m in teachers:
         m.eval()
-    tst, sst = _stack(teachers).eval(), _stack(students)
-    data = _Stacked([t.train for t in tasks])
+    dev = _device(device)
+    tst, sst = _stack(teachers, dev).eval(), _stack(students, dev)
+    data = _Stacked([t.train for t in tasks], dev)
     out = [{} for _ in range(k)]
     s1 = vmap(_stage1_loss_one)
     s2 = vmap(partial(_stage2_loss_one, n_out=n_out))
@@ -336,6 +365,8 @@ def distill_together(teachers, students, tasks, epochs1: int, epochs2: int, lr1:
         for i, (m, t) in enumerate(zip(students, tasks)):
             out[i][f"after_stage{stage}"] = metric(m, t.dev)
     secs = time.perf_counter() - t0
+    for m in (*teachers, *students):
+        m.cpu()
     for o, t in zip(out, tasks):
         o.update(seconds=secs / k, group_seconds=secs, seeds_together=k,
                  examples_x_epochs=len(t.train) * (epochs1 + epochs2))

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privtrans.book import profiles
+from privtrans.book.device import resolve
 from privtrans.book.runcache import RunCache
 
 from . import data as D
@@ -180,17 +181,19 @@ class CNNBackbone:
         return cnn.eval().requires_grad_(False)
 
 
-def pretrain(spec: CNNSpec, seed: int) -> CNNBackbone:
-    """Supervised pretraining on MNIST-5k with the ViT's recipe (AdamW, one-cycle, random shifts)."""
+def pretrain(spec: CNNSpec, seed: int, device=None) -> CNNBackbone:
+    """Supervised pretraining on MNIST-5k with the ViT's recipe (AdamW, one-cycle, random shifts),
+    on ``device`` (default: cuda when present), as ``pretrain.pretrain``."""
+    dev = resolve(device)
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     task = D.mnist5k()
     x, y = task.x_train, task.y_train
-    cnn = CNN(spec.widths)
+    cnn = CNN(spec.widths).to(dev)
     history, seconds = one_cycle(cnn, list(cnn.parameters()), len(y), spec, g,
-                                 lambda idx: F.cross_entropy(cnn(shift(x[idx], spec.shift, g)), y[idx]),
+                                 lambda idx: F.cross_entropy(cnn(shift(x[idx], spec.shift, g).to(dev)), y[idx].to(dev)),
                                  lambda: accuracy(cnn, task.x_test, task.y_test))
-    return CNNBackbone({k: v.detach().clone() for k, v in cnn.state_dict().items()}, asdict(spec),
+    return CNNBackbone({k: v.detach().cpu().clone() for k, v in cnn.state_dict().items()}, asdict(spec),
                        history[-1]["val_acc"], seconds, history)
 
 

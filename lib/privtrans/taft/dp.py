@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from privtrans.book import dry
+from privtrans.book.device import resolve
 from privtrans.shared.dp.accounting import opacus_noise_multiplier
 from privtrans.shared.dp.clipping import clip_factors
 
@@ -57,11 +58,16 @@ class DPResult:
     spec: dict
 
 
-def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> float:
+def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None, device=None) -> float:
     """Full-batch DP-GD with Adam: each step clips every per-sample gradient to ``spec.clip``, sums,
     adds N(0, σ²C²) and divides by n. Returns σ (a function of ε, δ and the steps only); the only
-    thing of the private data it releases is the trained model."""
+    thing of the private data it releases is the trained model. Trains on ``device`` (default: cuda
+    when present; the noise is drawn on the CPU, the same on every device) and leaves the model on
+    the CPU."""
     from opacus import GradSampleModule
+
+    dev = resolve(device)
+    model.to(dev)
 
     sigma = spec.noise_multiplier() if sigma is None else sigma
     params = [p for p in model.parameters() if p.requires_grad]
@@ -77,7 +83,8 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> 
                 p.grad, p.grad_sample = None, None
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Full backward hook is firing")
-                F.cross_entropy(gsm(x[i:i + spec.chunk]), y[i:i + spec.chunk], reduction="sum").backward()
+                F.cross_entropy(gsm(x[i:i + spec.chunk].to(dev)), y[i:i + spec.chunk].to(dev),
+                                reduction="sum").backward()
             norms = torch.stack([p.grad_sample.flatten(1).pow(2).sum(1) for p in params]).sum(0).sqrt()
             coef = clip_factors(norms, spec.clip, "abadi")
             for t, p in zip(total, params):
@@ -85,10 +92,10 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None) -> 
         for t, p in zip(total, params):
             p.grad_sample = None
             noise = torch.normal(0.0, sigma * spec.clip, t.shape, generator=gen)
-            p.grad = (t + noise) / n
+            p.grad = (t + noise.to(dev)) / n
         opt.step()
     gsm.remove_hooks()
-    model.eval()
+    model.cpu().eval()
     return sigma
 
 

@@ -24,6 +24,7 @@ from torch import nn
 from torch.func import vmap
 
 from privtrans.book import dry, profiles
+from privtrans.book.device import resolve
 
 from . import peft
 from .losses import LOSSES, l2_norm_penalty, loss_fn
@@ -224,8 +225,12 @@ class FitResult:
 
 
 def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: FitSpec, seed: int,
-        classes: int | None = None) -> FitResult:
-    """Mini-batch AdamW on cached features ``x``; the loss of ``spec``; returns the trained parameters."""
+        classes: int | None = None, device=None) -> FitResult:
+    """Mini-batch AdamW on cached features ``x``; the loss of ``spec``; returns the trained parameters.
+    Trains on ``device`` (default: cuda when present) and leaves the model on the CPU; the data
+    order comes from a CPU generator, so it is the same on every device."""
+    dev = resolve(device)
+    model.to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=list(spec.decay_at), gamma=0.1)
@@ -239,7 +244,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: FitSpec, seed:
         total = 0.0
         for i in dry.loop(range(0, len(y), spec.batch), "fine-tuning batches"):
             idx = perm[i:i + spec.batch]
-            loss = loss_fn(model(x[idx]), y[idx], spec.loss, classes, spec.kappa, spec.alpha)
+            loss = loss_fn(model(x[idx].to(dev)), y[idx].to(dev), spec.loss, classes, spec.kappa, spec.alpha)
             if regularise:
                 loss = loss + spec.wd * l2_norm_penalty(params)
             opt.zero_grad(set_to_none=True)
@@ -251,7 +256,7 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: FitSpec, seed:
         sched.step()
         last = total / len(y)
         history.append(last)
-    model.eval()
+    model.cpu().eval()
     with torch.no_grad():
         dnorm = float(torch.sqrt(sum((p * p).sum() for p in params)))
     return FitResult(trainable_state(model), time.perf_counter() - t0, last, dnorm, history)
@@ -292,7 +297,7 @@ VECTORISED = METHODS  # methods ``fit_together`` trains as one vmapped stack (ev
 
 
 def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec: FitSpec, seeds: list[int],
-                 classes: int | None = None) -> list[FitResult]:
+                 classes: int | None = None, device=None) -> list[FitResult]:
     """``[fit(models[i], x, y, spec, seeds[i], classes) for i]``, trained as one vectorised model
     (``privtrans.shared.seeds_together.Stack``), equal to the runs apart to float tolerance (tested).
 
@@ -305,17 +310,18 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
     the wall time of the whole stack divided by k (a seed's share, not the time of a run apart).
     Every method vectorises: the tangent model computes its JVP in closed form with ordinary
     operations (``tangent.py``, no ``torch.autograd.forward_ad``) and the PEFT wrappers are plain
-    linear layers, so the loop of ``fit`` is needed only for one model.
+    linear layers, so the loop of ``fit`` is needed only for one model. Device: as ``fit``.
     """
     if len(models) != len(seeds):
         raise ValueError(f"need one model per seed, got {len(models)} models for {len(seeds)} seeds")
     if spec.method not in VECTORISED or len(models) == 1:
-        return [fit(m, x, y, spec, s, classes) for m, s in zip(models, seeds)]
+        return [fit(m, x, y, spec, s, classes, device) for m, s in zip(models, seeds)]
     # imported here: privtrans.shared.seeds_together imports opacus (seconds), which plain fits never need
     from privtrans.shared.seeds_together import Stack, stacked_batches
 
     k = len(models)
-    stack = Stack(models)
+    dev = resolve(device)
+    stack = Stack([m.to(dev) for m in models])
     params = stack.parameters()
     opt = torch.optim.AdamW(params, lr=spec.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=list(spec.decay_at), gamma=0.1)
@@ -330,7 +336,7 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
         total = torch.zeros(k, dtype=torch.float64)  # each seed's running sum, in double as fit's Python float
         for idx in dry.loop(stacked_batches(perms, spec.batch), "fine-tuning batches",
                             total=(len(y) + spec.batch - 1) // spec.batch):
-            loss = per_seed_loss(stack(x[idx]), y[idx], spec, classes)  # (k,)
+            loss = per_seed_loss(stack(x[idx].to(dev)), y[idx].to(dev), spec, classes)  # (k,)
             if regularise:
                 loss = loss + spec.wd * l2_norm_penalty_per_seed(params)
             opt.zero_grad(set_to_none=True)
@@ -338,7 +344,7 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
             opt.step()
             if spec.radius is not None:
                 project_per_seed(params, spec.radius)
-            total += loss.detach().double() * idx.shape[1]
+            total += loss.detach().double().cpu() * idx.shape[1]
         sched.step()
         last = total / len(y)
         history.append(last.tolist())
@@ -347,7 +353,7 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
     seconds = (time.perf_counter() - t0) / k
     out = []
     for i, m in enumerate(models):
-        m.eval()
+        m.cpu().eval()
         ps = [p for p in m.parameters() if p.requires_grad]
         with torch.no_grad():
             dnorm = float(torch.sqrt(sum((p * p).sum() for p in ps)))
@@ -356,9 +362,11 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
 
 
 def logits(model: nn.Module, x: torch.Tensor, batch: int = 1024) -> torch.Tensor:
+    """The model's outputs on ``x`` (on the CPU), computed on the model's device."""
     model.eval()
+    dev = next(model.parameters()).device
     with torch.no_grad():
-        return torch.cat([model(x[i:i + batch]) for i in range(0, len(x), batch)])
+        return torch.cat([model(x[i:i + batch].to(dev)).cpu() for i in range(0, len(x), batch)])
 
 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privtrans.book import dry, profiles
+from privtrans.book.device import resolve
 from privtrans.book.runcache import RunCache
 
 from . import data as D
@@ -124,7 +125,7 @@ def mae_loss(vit: ViT, dec: MAEDecoder, x: torch.Tensor, ratio: float, g: torch.
     b, n, d = tok.shape
     L = n - 1
     keep = max(1, int(round(L * (1 - ratio))))
-    order = torch.argsort(torch.rand(b, L, generator=g), dim=1)
+    order = torch.argsort(torch.rand(b, L, generator=g), dim=1).to(x.device)  # drawn on the CPU: any device alike
     vis = order[:, :keep]
     h = torch.cat([tok[:, :1], torch.gather(tok[:, 1:], 1, vis[..., None].expand(-1, -1, d))], dim=1)
     for blk in vit.blocks:
@@ -135,14 +136,15 @@ def mae_loss(vit: ViT, dec: MAEDecoder, x: torch.Tensor, ratio: float, g: torch.
     z = dec.norm(dec.block(torch.cat([h[:, :1], full], dim=1) + dec.pos))
     pred = dec.pixels(z[:, 1:])
     target = patches(x, vit.cfg.patch)
-    masked = torch.ones(b, L, dtype=torch.bool)
+    masked = torch.ones(b, L, dtype=torch.bool, device=x.device)
     masked.scatter_(1, vis, False)
     return ((pred - target) ** 2).mean(-1)[masked].mean()
 
 
 def accuracy(vit: ViT, x: torch.Tensor, y: torch.Tensor, batch: int = 500) -> float:
+    dev = next(vit.parameters()).device
     with torch.no_grad():
-        pred = torch.cat([vit(x[i:i + batch]).argmax(1) for i in range(0, len(x), batch)])
+        pred = torch.cat([vit(x[i:i + batch].to(dev)).argmax(1).cpu() for i in range(0, len(x), batch)])
     return float((pred == y).float().mean())
 
 
@@ -151,8 +153,10 @@ def glyph_digits(per_class: int) -> tuple[torch.Tensor, torch.Tensor]:
     return D.standardise(x), torch.as_tensor(y)
 
 
-def pretrain(spec: PretrainSpec, seed: int) -> Backbone:
-    """Train the backbone (AdamW, one-cycle schedule, batch 128, random shifts)."""
+def pretrain(spec: PretrainSpec, seed: int, device=None) -> Backbone:
+    """Train the backbone (AdamW, one-cycle schedule, batch 128, random shifts) on ``device``
+    (default: cuda when present; weights are initialised and randomness drawn on the CPU)."""
+    dev = resolve(device)
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     task = D.mnist5k()
@@ -160,20 +164,22 @@ def pretrain(spec: PretrainSpec, seed: int) -> Backbone:
     if spec.extra_glyph_digits:
         gx, gy = glyph_digits(spec.extra_glyph_digits)
         x, y = torch.cat([x, gx]), torch.cat([y, gy])
-    vit = ViT(spec.vit_config())
+    vit = ViT(spec.vit_config()).to(dev)
     params = list(vit.parameters())
     dec = None
     if spec.scheme == "mae":
-        dec = MAEDecoder(spec.vit_config())
+        dec = MAEDecoder(spec.vit_config()).to(dev)
         params += list(dec.parameters())
 
     def step_loss(idx):
-        xb = shift(x[idx], spec.shift, g)
-        return mae_loss(vit, dec, xb, spec.mask_ratio, g) if dec is not None else F.cross_entropy(vit(xb), y[idx])
+        xb = shift(x[idx], spec.shift, g).to(dev)
+        if dec is not None:
+            return mae_loss(vit, dec, xb, spec.mask_ratio, g)
+        return F.cross_entropy(vit(xb), y[idx].to(dev))
 
     history, seconds = one_cycle(vit, params, len(y), spec, g, step_loss,
                                  lambda: accuracy(vit, task.x_test, task.y_test) if dec is None else None)
-    return Backbone({k: v.detach().clone() for k, v in vit.state_dict().items()}, asdict(spec),
+    return Backbone({k: v.detach().cpu().clone() for k, v in vit.state_dict().items()}, asdict(spec),
                     history[-1]["val_acc"], seconds, history)
 
 
