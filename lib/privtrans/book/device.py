@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 
 def pick_device():
@@ -21,3 +22,16 @@ def resolve(device=None):
     import torch
 
     return torch.device(device) if device is not None else pick_device()
+
+
+@contextmanager
+def placed(model, device=None):
+    """``model`` moved to ``device`` (default ``pick_device()``) for the block and back where it was
+    after it, for evaluations of a model that is kept on the CPU; yields the device."""
+    dev = resolve(device)
+    home = next(model.parameters()).device
+    model.to(dev)
+    try:
+        yield dev
+    finally:
+        model.to(home)

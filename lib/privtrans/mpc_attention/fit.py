@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from privtrans.book import dry
+from privtrans.book.device import placed
 
 from . import attention as A
 
@@ -43,26 +44,27 @@ def collect(model, batches, kind: str) -> Denominators:
     """Denominators of ``kind`` ('softmax' or '2quad') of every unmasked query row of ``model``.
 
     For '2quad' the model's attention is swapped to 2Quad first (same weights), as in the paper.
-    ``batches`` yields (ids, mask01[, types]).
+    ``batches`` yields (ids, mask01[, types]). Runs on the picked device (cuda when present).
     """
     if kind not in ("softmax", "2quad"):
         raise ValueError(f"kind must be 'softmax' or '2quad', got {kind!r}")
     probe = model if model.cfg.attention == kind else model.converted(kind, model.cfg.activation)
     probe.eval()
     ns, layers, heads, vals = [], [], [], []
-    for batch in dry.loop(batches, "fit batches"):
-        ids, mask = batch[0], batch[1].float()
-        types = batch[2] if len(batch) > 2 else None
-        out = probe(ids, mask, types)
-        n_keys = mask.sum(-1)                                  # (B,)
-        for li, s in enumerate(out["scores"]):
-            d = A.denominator(kind, s, mask[:, None, None, :])  # (B, H, T)
-            B, H, T = d.shape
-            rows = mask[:, None, :].expand(B, H, T).bool()
-            ns.append(n_keys[:, None, None].expand(B, H, T)[rows])
-            layers.append(torch.full((int(rows.sum()),), li))
-            heads.append(torch.arange(H)[None, :, None].expand(B, H, T)[rows])
-            vals.append(d[rows])
+    with placed(probe) as dev:
+        for batch in dry.loop(batches, "fit batches"):
+            ids, mask = batch[0].to(dev), batch[1].float().to(dev)
+            types = batch[2].to(dev) if len(batch) > 2 else None
+            out = probe(ids, mask, types)
+            n_keys = mask.sum(-1)                                  # (B,)
+            for li, s in enumerate(out["scores"]):
+                d = A.denominator(kind, s, mask[:, None, None, :])  # (B, H, T)
+                B, H, T = d.shape
+                rows = mask[:, None, :].expand(B, H, T).bool()
+                ns.append(n_keys[:, None, None].expand(B, H, T)[rows].cpu())
+                layers.append(torch.full((int(rows.sum()),), li))
+                heads.append(torch.arange(H, device=dev)[None, :, None].expand(B, H, T)[rows].cpu())
+                vals.append(d[rows].cpu())
     cat = lambda xs: torch.cat(xs).numpy()  # noqa: E731
     return Denominators(cat(ns).astype(int), cat(layers), cat(heads), cat(vals).astype(float))
 
@@ -74,13 +76,15 @@ def relu_eps_change(model, batches) -> dict:
     for the unmasked query rows of ``batches`` ((ids, mask01[, types])): ``attention.relu_eps_change``."""
     model.eval()
     parts = []
-    for batch in dry.loop(batches, "relu_eps batches"):
-        ids, mask = batch[0], batch[1].float()
-        types = batch[2] if len(batch) > 2 else None
-        out = model(ids, mask, types)
-        queries = mask[:, None, :, None]  # (B, 1, T, 1): padded query rows are left out
-        for s in out["scores"]:
-            parts.append(A.relu_eps_entries(s, mask[:, None, None, :] * queries))
+    with placed(model) as dev:
+        for batch in dry.loop(batches, "relu_eps batches"):
+            ids, mask = batch[0].to(dev), batch[1].float().to(dev)
+            types = batch[2].to(dev) if len(batch) > 2 else None
+            out = model(ids, mask, types)
+            queries = mask[:, None, :, None]  # (B, 1, T, 1): padded query rows are left out
+            for s in out["scores"]:
+                e = A.relu_eps_entries(s, mask[:, None, None, :] * queries)
+                parts.append({k: v.cpu() if torch.is_tensor(v) else v for k, v in e.items()})
     return A.relu_eps_change(parts)
 
 

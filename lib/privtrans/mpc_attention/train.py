@@ -30,6 +30,7 @@ from torch import nn
 from torch.func import vmap
 
 from privtrans.book import dry
+from privtrans.book.device import placed
 from privtrans.book.device import resolve as _device
 from privtrans.shared import seeds_together as T
 
@@ -74,18 +75,19 @@ def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch
 
 
 @torch.no_grad()
-def predict(model, split, batch: int = 256) -> torch.Tensor:
-    """Logits of every example of ``split`` (on the CPU), computed on the model's device."""
+def predict(model, split, batch: int = 256, device=None) -> torch.Tensor:
+    """Logits of every example of ``split`` (on the CPU), computed on ``device`` (default: cuda when
+    present); the model is put back where it was."""
     model.eval()
-    dev = next(model.parameters()).device
-    return torch.cat([model(*_to(dev, (ids, mask, types)))["logits"].cpu() for ids, mask, types, _ in
-                      dry.loop(split.batches(batch), "evaluation batches", total=_n_batches(split, batch))])
+    with placed(model, device) as dev:
+        return torch.cat([model(*_to(dev, (ids, mask, types)))["logits"].cpu() for ids, mask, types, _ in
+                          dry.loop(split.batches(batch), "evaluation batches", total=_n_batches(split, batch))])
 
 
-def metric(model, split) -> float:
+def metric(model, split, device=None) -> float:
     """Accuracy, or (Pearson + Spearman) / 2 for regression (the paper's STS-B number), in [0, 1].
     (In a dry run ``predict`` covers only the first batch: the metric is that batch's.)"""
-    out = predict(model, split)
+    out = predict(model, split, device=device)
     gold = split.y[:len(out)]  # all of it, except in a dry run
     if out.size(1) == 1:
         p, y = out[:, 0].numpy(), gold.numpy()
@@ -158,7 +160,7 @@ def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epoch
                     own[i] += time.perf_counter() - t0
         for i, st in enumerate(students):
             t0 = time.perf_counter()
-            outs[i][f"after_stage{stage}"] = metric(st, task.dev)
+            outs[i][f"after_stage{stage}"] = metric(st, task.dev, dev)
             own[i] += time.perf_counter() - t0
     teacher.cpu()
     for st in students:
@@ -363,7 +365,7 @@ def distill_together(teachers, students, tasks, epochs1: int, epochs2: int, lr1:
         _run_stage(sst, data, steps, lr, loss)
         sst.write_back()
         for i, (m, t) in enumerate(zip(students, tasks)):
-            out[i][f"after_stage{stage}"] = metric(m, t.dev)
+            out[i][f"after_stage{stage}"] = metric(m, t.dev, dev)
     secs = time.perf_counter() - t0
     for m in (*teachers, *students):
         m.cpu()
