@@ -88,6 +88,11 @@ def _taft():
 @cuda
 @pytest.mark.parametrize("together", [False, True])
 def test_taft_fine_tunes_on_cuda_equal_the_cpu(together):
+    """Compared by what the models predict, not parameter by parameter: the key bias of attention is
+    a direction the loss cannot see (softmax ignores a shift shared by all keys), so its gradient is
+    rounding noise, which Adam scales to steps of size lr on either device (measured on an H100:
+    ``qkv.delta.bias`` differs while the predictions agree; tests/test_taft_together.py has the
+    same note)."""
     FT, vit, x, y = _taft()
     spec = FT.FitSpec(method="taft", tuned=1, lr=1e-2, epochs=2, batch=16, decay_at=(1,), wd=0.0)
     out = {}
@@ -98,9 +103,10 @@ def test_taft_fine_tunes_on_cuda_equal_the_cpu(together):
         else:
             res = [FT.fit(m, x, y, spec, i, classes=4, device=dev) for i, m in enumerate(models)]
         assert all(p.device.type == "cpu" for m in models for p in m.parameters())
-        out[dev] = res
-    for a, b in zip(out["cpu"], out["cuda"]):
-        _close(a.state, b.state)
+        out[dev] = ([FT.logits(m, x) for m in models], [r.final_loss for r in res])
+    for a, b in zip(out["cpu"][0], out["cuda"][0]):
+        torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
+    assert out["cuda"][1] == pytest.approx(out["cpu"][1], rel=1e-3)
 
 
 @cuda
