@@ -72,7 +72,7 @@ def measure(k: int = 5) -> list[dict]:
     rows = [{"chapter": "mpc_attention", "loop": "teacher fine-tune", "one": one, "apart": apart, "together": together,
              "one_cpu": _CPU[0], "apart_cpu": _CPU[1], "together_cpu": _CPU[2]}]
 
-    const = A.PAPER_CONSTANTS["2quad"]
+    const = A.PAPER_FITS["2quad"]
 
     def students():
         return [t.converted(*COMBO, const) for t in teachers]

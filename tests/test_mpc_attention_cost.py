@@ -33,7 +33,7 @@ def _fake_parties(kinds, n, heads=4, **kw):
         for i, k in enumerate(kinds):
             r[k] = {"rounds": 10 * i + 2 + extra_rounds * (k != "scaling") + rank * (k == "scaling"),
                     "bytes": nbytes * (i + 1), "seconds": 0.1 * (rank + 1),
-                    "plain": A.normalise(k, x, ones, A.PAPER_CONSTANTS.get(A.FREEDIV.get(k)))}
+                    "plain": A.normalise(k, x, ones, A.PAPER_FITS.get(A.FREEDIV.get(k)))}
         out.append(r)
     return out
 

@@ -35,3 +35,17 @@ def test_pair_task_labels_say_which_snippet_is_more_positive():
     repeated = {t for t, c in Counter(t for _, t in amazon).items() if c > 1}  # e.g. "!" (rows of the file)
     assert not (set(train_snips) & {s for (a, b), _ in dv for s in (a, b)}) - repeated
     assert max(train_snips.count(s) for s in set(train_snips[:200]) - repeated) <= data.PAIRS_PER_SNIPPET
+
+
+def test_batches_know_their_count_and_cover_the_split_once():
+    import torch
+
+    n = 10
+    split = data.Split(torch.arange(n)[:, None], torch.ones(n, 1), torch.zeros(n, 1, dtype=torch.long),
+                       torch.arange(n))
+    for size, shuffle in ((3, False), (5, True), (20, False)):
+        b = split.batches(size, shuffle=shuffle, seed=1)
+        ys = [y for *_, y in b]
+        assert len(b) == len(ys) == -(-n // size)  # the count a dry run books is the count it yields
+        assert sorted(torch.cat(ys).tolist()) == list(range(n))
+    assert torch.cat([y for *_, y in split.batches(3)]).tolist() == list(range(n))  # unshuffled: in order

@@ -49,7 +49,7 @@ def test_2relu_and_scaling(scores_mask):
 @pytest.mark.parametrize("kind", ["softmax_freediv", "2quad_freediv"])
 def test_freediv_is_parent_numerator_over_public_f(scores_mask, kind):
     x, mask, lengths = scores_mask
-    a, b = A.PAPER_CONSTANTS[A.FREEDIV[kind]]
+    a, b = A.PAPER_FITS[A.FREEDIV[kind]]
     f = a * lengths.float()[:, None, None, None] ** b
     if kind == "softmax_freediv":
         num = torch.exp(x - x.masked_fill(mask == 0, float("-inf")).amax(-1, keepdim=True)) * mask
@@ -65,7 +65,7 @@ def test_freediv_is_parent_numerator_over_public_f(scores_mask, kind):
 def test_masked_keys_get_exactly_zero(scores_mask):
     x, mask, _ = scores_mask
     for kind in A.ATTENTIONS:
-        c = A.PAPER_CONSTANTS.get(A.FREEDIV.get(kind))
+        c = A.PAPER_FITS.get(A.FREEDIV.get(kind))
         w = A.normalise(kind, x, mask, c)
         assert (w * (1 - mask)).abs().max() == 0, kind
 
@@ -160,7 +160,7 @@ def test_scaling_attention_is_the_papers_eq_10():
     keys = mask[:, None, None, :]
     with torch.no_grad():
         for att in A.ATTENTIONS:
-            m = teacher.converted(att, "gelu", A.PAPER_CONSTANTS.get(A.FREEDIV.get(att)))
+            m = teacher.converted(att, "gelu", A.PAPER_FITS.get(A.FREEDIV.get(att)))
             out = m(ids, mask)
             assert (out["scores"][0] - qk / 8 ** 0.5).abs().max() < 1e-5, att
             if att == "scaling":

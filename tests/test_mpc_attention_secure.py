@@ -24,7 +24,7 @@ N, HEADS = 16, 2
 
 
 def _plain(kind, x, n):
-    return A.normalise(kind, x, torch.ones(1, 1, 1, n), A.PAPER_CONSTANTS.get(A.FREEDIV.get(kind)))
+    return A.normalise(kind, x, torch.ones(1, 1, 1, n), A.PAPER_FITS.get(A.FREEDIV.get(kind)))
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def _teacher():
 
 def _cfg(att, act):
     return E.EncoderConfig(**SIZES, attention=att, activation=act,
-                           const=A.PAPER_CONSTANTS.get(A.FREEDIV.get(att)))
+                           const=A.PAPER_FITS.get(A.FREEDIV.get(att)))
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,7 @@ def together(x, y, epochs=3, batch=8, clip=0.5):
     st = T.Stack([make(s) for s in SEEDS])
     opt = torch.optim.AdamW(st.parameters(), lr=1e-2, weight_decay=0.01)
     for ep in range(epochs):
-        for idx in T.stacked_batches(perms(SEEDS, len(y), ep), batch):
+        for idx in T.StackedBatches(perms(SEEDS, len(y), ep), batch):
             out = st(x[idx])
             loss = sum(F.cross_entropy(out[i], y[idx[i]]) for i in range(st.k))
             opt.zero_grad()
@@ -120,7 +120,7 @@ def test_dp_step_equals_runs_apart(engine):
     st = T.Stack([make(s) for s in SEEDS])
     opt = torch.optim.SGD(st.parameters(), lr=0.1)
     gens = [torch.Generator().manual_seed(s) for s in SEEDS]
-    for idx in list(T.stacked_batches(perms(SEEDS, len(y), 0), 8))[:3]:
+    for idx in list(T.StackedBatches(perms(SEEDS, len(y), 0), 8))[:3]:
         st.zero_grad()
         norms = T.dp_gradient(st, per_sample_ce, x[idx], y[idx], generators=gens, **kw)
         assert norms.shape == (3, 8)
@@ -145,6 +145,15 @@ def test_padded_examples_do_not_count():
     assert (norms[:, 4:] == 0).all()
 
 
+def test_stacked_batches_know_their_count_and_keep_each_seeds_order():
+    perms = [torch.randperm(10, generator=torch.Generator().manual_seed(s)) for s in (0, 1)]
+    b = T.StackedBatches(perms, 4)
+    got = list(b)
+    assert len(b) == len(got) == 3 and [g.shape[1] for g in got] == [4, 4, 2]
+    for i, p in enumerate(perms):
+        assert torch.equal(torch.cat([g[i] for g in got]), p)
+
+
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one class"):
         T.Stack([Net(), nn.Linear(2, 2)])
@@ -154,6 +163,8 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one generator per seed"):
         T.dp_gradient(st, per_sample_ce, torch.zeros(2, 1, 6), torch.zeros(2, 1, dtype=torch.long),
                       generators=[None], noise_multiplier=1.0, expected_batch_size=1, max_grad_norm=1.0)
+    with pytest.raises(ValueError, match="one length"):
+        T.StackedBatches([torch.arange(3), torch.arange(4)], 2)
 
 
 class Tied(nn.Module):

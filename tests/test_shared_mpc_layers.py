@@ -1,12 +1,12 @@
 """shared.mpc.layers.SecureGPT, in this process (CrypTen's one-party world, which ``layers._owner``
-supports for numerics tests; the 2-party runs are in test_mpc_layers.py and test_mpc_cost.py).
+supports for numerics tests; the 2-party runs are in test_shared_mpc_parties.py and test_shared_mpc_cost_model.py).
 
 Every variant's CrypTensor forward equals its plaintext twin; private greedy decoding (KV cache or
 MM's input cache, one new position per step) gives the plaintext tokens, and its secret hidden
 states equal a brute-force full forward over the growing sequence; cached chunks equal one pass;
 the meter sees the op groups the paper's columns name, call by call; bad input is refused.
 
-Tolerances as in test_mpc_layers.py: 16 fractional bits plus CrypTen's tanh / inv_sqrt / exp /
+Tolerances as in test_shared_mpc_parties.py: 16 fractional bits plus CrypTen's tanh / inv_sqrt / exp /
 reciprocal approximations give ~1e-3 per op; a wrong mask, cache or scale gives O(0.1) or more.
 """
 

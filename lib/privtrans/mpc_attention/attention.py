@@ -39,15 +39,9 @@ import torch
 from privtrans.shared.activations import activation as shared_activation
 
 # the kinds, labels, freeDiv parents, c, the 2ReLU epsilon and the paper's constants are defined once,
-# in the torch-free module that SPU's environment also imports; here under the names this module's
-# callers use
-from .normalisers import C as QUAD_C  # 2Quad's shift c (MPCFormer, paper eq. 12)
-from .normalisers import DENOM_EPS as RELU_EPS  # 2ReLU: added to the (scaled) row sum, so 0 not 1/0
-from .normalisers import KINDS as ATTENTIONS
+# in the torch-free module that SPU's environment also imports, and used here under the same names
+from .normalisers import ATTENTIONS, FREEDIV, PAPER_FITS, QUAD_C, RELU_EPS, UNSCALED  # noqa: F401
 from .normalisers import LABELS as _ATTENTION_LABELS
-from .normalisers import PAPER_FITS
-from .normalisers import PARENT as FREEDIV  # noqa: F401 - freeDiv variant -> the kind whose reciprocal it removes
-from .normalisers import UNSCALED  # noqa: F401 - Scaling reads QK^T, not QK^T/sqrt(d) (eq. 10)
 
 ACTIVATIONS = ("gelu", "relu", "quad")
 LABELS = {**_ATTENTION_LABELS, "gelu": "GeLU", "relu": "ReLU", "quad": "Quad"}
@@ -55,10 +49,6 @@ LABELS = {**_ATTENTION_LABELS, "gelu": "GeLU", "relu": "ReLU", "quad": "Quad"}
 MASK_SHIFT = -30.0    # added to masked scores before the max (CrypTen's exp is valid down to ~-511)
 EXP_FLOOR = -511.0    # below this CrypTen's exp (1 + x/256)^256 is garbage (notes A.1)
 RECIP_MAX = 128.0     # above this CrypTen's Newton reciprocal is garbage (notes A.1)
-
-#: the paper's fitted constants f(n) = a * n**b (Fig. 6 and Fig. 7) as the (a, b) pairs the torch and
-#: CrypTen code take; the same numbers as ``normalisers.PAPER_FITS``
-PAPER_CONSTANTS = {k: (f.a, f.b) for k, f in PAPER_FITS.items()}
 
 
 def check_attention(kind: str) -> str:

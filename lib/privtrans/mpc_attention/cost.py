@@ -80,7 +80,7 @@ def measure(ns, heads: int, parties: int = 2, reps: int = 3, seed: int = 0, kind
         res, counts = every[0], parties_cost(every, kinds)
         x = res["scores"]
         for k in kinds:
-            ref = A.normalise(k, x, torch.ones(1, 1, 1, n), A.PAPER_CONSTANTS.get(A.FREEDIV.get(k)))
+            ref = A.normalise(k, x, torch.ones(1, 1, 1, n), A.PAPER_FITS.get(A.FREEDIV.get(k)))
             c = counts[k]
             rows.append(dict(parties=parties, n=n, variant=k, rounds=c["rounds"], bytes=c["bytes"],
                              seconds=c["seconds"], max_abs_error=float((res[k]["plain"] - ref).abs().max())))

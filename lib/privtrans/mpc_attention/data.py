@@ -121,12 +121,30 @@ class Split:
     def __len__(self):
         return len(self.y)
 
-    def batches(self, size: int, shuffle: bool = False, seed: int = 0):
+    def batches(self, size: int, shuffle: bool = False, seed: int = 0) -> "Batches":
+        """(ids, mask, types, y) batches of ``size`` in order, or shuffled by ``seed``."""
         idx = torch.randperm(len(self), generator=torch.Generator().manual_seed(seed)) if shuffle \
             else torch.arange(len(self))
-        for i in range(0, len(self), size):
-            j = idx[i:i + size]
-            yield self.ids[j], self.mask[j], self.types[j], self.y[j]
+        return Batches(self, idx, size)
+
+
+@dataclass
+class Batches:
+    """A split's batches in one order: an iterable that knows how many it yields, so a training loop
+    (``book.dry.loop``, a progress bar) can read the count instead of computing it again."""
+
+    split: Split
+    order: torch.Tensor
+    size: int
+
+    def __len__(self):
+        return -(-len(self.order) // self.size)
+
+    def __iter__(self):
+        s = self.split
+        for i in range(0, len(self.order), self.size):
+            j = self.order[i:i + self.size]
+            yield s.ids[j], s.mask[j], s.types[j], s.y[j]
 
 
 @dataclass

@@ -29,13 +29,13 @@ keeps only four significant bits in CrypTen's 16-bit fixed point, its square roo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: added to 2ReLU's (scaled) row sum so an all-negative row cannot divide by zero: MERGE's
 #: ``plain_gpt.DENOM_EPS`` (a test keeps them equal; this module may not import torch)
-DENOM_EPS = 1e-2
+RELU_EPS = 1e-2
 
-KINDS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
+ATTENTIONS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
 #: the normalisers whose input is QK^T itself, not QK^T/sqrt(d): the paper's ScaleAttn (eq. 10,
 #: MPCViT) is (1/n)·QK^T·V. Every other kind reads QK^T/sqrt(d) (eqs. 1, 11, 12; MPCFormer's 2ReLU
 #: and 2Quad). The encoders (``encoder.block``, ``encoder_ops.forward``) pass the input accordingly.
@@ -43,13 +43,13 @@ UNSCALED = ("scaling",)
 LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "Scaling",
           "softmax_freediv": "Softmax freeDiv", "2quad_freediv": "2Quad freeDiv"}
 #: each freeDiv variant and the variant whose reciprocal it removes
-PARENT = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}
-C = 5.0  # MPCFormer's shift in (x + c)²
+FREEDIV = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}
+QUAD_C = 5.0  # MPCFormer's shift in (x + c)²
 
 
-@dataclass(frozen=True)
-class PowerLaw:
-    """f(n) = a·nᵇ: the public denominator of a freeDiv normaliser for n keys."""
+class PowerLaw(NamedTuple):
+    """f(n) = a·nᵇ: the public denominator of a freeDiv normaliser for n keys. A pair (a, b), so the
+    torch and CrypTen code (``attention.power_law``, ``EncoderConfig.const``) take it as it is."""
 
     a: float
     b: float
@@ -199,7 +199,7 @@ class JaxOps:
 
 
 def normalise(x, kind: str, ops, fits: dict | None = None):
-    """Attention weights from scores ``x`` (..., n) by the normaliser ``kind`` (``KINDS``)."""
+    """Attention weights from scores ``x`` (..., n) by the normaliser ``kind`` (``ATTENTIONS``)."""
     fits = PAPER_FITS if fits is None else fits
     n = ops.n(x)
     if kind == "softmax":
@@ -207,17 +207,17 @@ def normalise(x, kind: str, ops, fits: dict | None = None):
         return e * ops.reciprocal(ops.rowsum(e))
     if kind == "2relu":
         num = ops.relu(x) * (1.0 / n)
-        return num * ops.reciprocal(ops.rowsum(num) + DENOM_EPS)
+        return num * ops.reciprocal(ops.rowsum(num) + RELU_EPS)
     if kind == "2quad":
-        num = ops.square((x + C) * (1.0 / (C * math.sqrt(n))))
+        num = ops.square((x + QUAD_C) * (1.0 / (QUAD_C * math.sqrt(n))))
         return num * ops.reciprocal(ops.rowsum(num))
     if kind == "scaling":
         return x * (1.0 / n)
     if kind == "softmax_freediv":
         return ops.exp(x - ops.rowmax(x)) * (1.0 / fits["softmax"](n))
     if kind == "2quad_freediv":
-        return ops.square((x + C) * (1.0 / math.sqrt(fits["2quad"](n))))
-    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        return ops.square((x + QUAD_C) * (1.0 / math.sqrt(fits["2quad"](n))))
+    raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
 
 
 def denominator(x, kind: str, ops=TorchOps):
@@ -226,5 +226,5 @@ def denominator(x, kind: str, ops=TorchOps):
     if kind == "softmax":
         return ops.rowsum(ops.exp(x - ops.rowmax(x)))
     if kind == "2quad":
-        return ops.rowsum(ops.square(x + C))
+        return ops.rowsum(ops.square(x + QUAD_C))
     raise ValueError(f"denominators are fitted for 'softmax' and '2quad', got {kind!r}")

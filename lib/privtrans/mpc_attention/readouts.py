@@ -55,12 +55,12 @@ def fig5_7_denominators(t: dict, relu_eps: dict | None = None) -> dict:
     weights from the exact relu(x)/sum relu(x)), recorded as given."""
     import numpy as np
 
-    from .attention import PAPER_CONSTANTS
+    from .attention import PAPER_FITS
 
     out = {"teacher_metric": num(t["metric"])}
     for kind, tag in (("softmax", "softmax"), ("2quad", "quad2")):  # names must not start with a digit
         a, b = t["const"][kind]
-        pa, pb = PAPER_CONSTANTS[kind]
+        pa, pb = PAPER_FITS[kind]
         out[f"{tag}_a"], out[f"{tag}_b"] = num(a), num(b)
         out[f"{tag}_b_minus_paper"] = num(b - pb)
         out[f"{tag}_sublinear"] = bool(b < 1)

@@ -91,7 +91,7 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
     revealed output and the plaintext scores (for the tolerance test).
     """
     cr = compat.crypten()
-    const = const or A.PAPER_CONSTANTS
+    const = const or A.PAPER_FITS
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, heads, n, n, generator=g) * scale
     mask = torch.ones(1, 1, 1, n)

@@ -17,7 +17,6 @@ weights on every device) and handed back on the CPU, so what the cache stores lo
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
 from functools import partial
@@ -36,10 +35,6 @@ from privtrans.shared import seeds_together as T
 
 from .encoder import EncoderConfig, TinyEncoder
 from .encoder import forward as encoder_forward
-
-
-def _n_batches(split, batch: int) -> int:
-    return math.ceil(len(split) / batch)
 
 
 def _to(device, batch):
@@ -61,7 +56,7 @@ def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch
     for ep in dry.loop(range(epochs), "teacher epochs"):
         model.train()
         for ids, mask, types, y in dry.loop(task.train.batches(batch, shuffle=True, seed=seed * 1000 + ep),
-                                            "teacher batches", total=_n_batches(task.train, batch)):
+                                            "teacher batches"):
             ids, mask, types, y = _to(dev, (ids, mask, types, y))
             loss = _loss_task(model(ids, mask, types)["logits"], y, cfg.n_out)
             opt.zero_grad()
@@ -81,7 +76,7 @@ def predict(model, split, batch: int = 256, device=None) -> torch.Tensor:
     model.eval()
     with placed(model, device) as dev:
         return torch.cat([model(*_to(dev, (ids, mask, types)))["logits"].cpu() for ids, mask, types, _ in
-                          dry.loop(split.batches(batch), "evaluation batches", total=_n_batches(split, batch))])
+                          dry.loop(split.batches(batch), "evaluation batches")])
 
 
 def metric(model, split, device=None) -> float:
@@ -143,7 +138,7 @@ def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epoch
                 st.train()
             for ids, mask, types, y in dry.loop(
                     task.train.batches(batch, shuffle=True, seed=seed * 1000 + 100 * stage + ep),
-                    f"distillation stage {stage} batches", total=_n_batches(task.train, batch)):
+                    f"distillation stage {stage} batches"):
                 t0 = time.perf_counter()
                 ids, mask, types, y = _to(dev, (ids, mask, types, y))
                 with torch.no_grad():

@@ -110,16 +110,23 @@ def _retie(base: nn.Module, model: nn.Module) -> None:
             setattr(modules[mname], pname, getattr(modules[m0], p0))
 
 
-def stacked_batches(perms: Sequence[torch.Tensor], size: int):
+class StackedBatches:
     """Index tensors (k, b) of each seed's next ``size`` examples, for k permutations of one length
-    (each seed's own data order; the last batch is shorter in every seed alike)."""
-    n = {len(p) for p in perms}
-    if len(n) != 1:
-        raise ValueError(f"every seed's permutation must have one length, got {sorted(n)}")
-    (n,) = n
-    idx = torch.stack(list(perms))
-    for i in range(0, n, size):
-        yield idx[:, i:i + size]
+    (each seed's own data order; the last batch is shorter in every seed alike). Sized, so a loop
+    over it (``book.dry.loop``) reads the number of batches."""
+
+    def __init__(self, perms: Sequence[torch.Tensor], size: int):
+        n = {len(p) for p in perms}
+        if len(n) != 1:
+            raise ValueError(f"every seed's permutation must have one length, got {sorted(n)}")
+        self.idx, self.size = torch.stack(list(perms)), size
+
+    def __len__(self) -> int:
+        return -(-self.idx.shape[1] // self.size)
+
+    def __iter__(self):
+        for i in range(0, self.idx.shape[1], self.size):
+            yield self.idx[:, i:i + self.size]
 
 
 @torch.no_grad()

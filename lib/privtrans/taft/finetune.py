@@ -317,7 +317,7 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
     if spec.method not in VECTORISED or len(models) == 1:
         return [fit(m, x, y, spec, s, classes, device) for m, s in zip(models, seeds)]
     # imported here: privtrans.shared.seeds_together imports opacus (seconds), which plain fits never need
-    from privtrans.shared.seeds_together import Stack, stacked_batches
+    from privtrans.shared.seeds_together import Stack, StackedBatches
 
     k = len(models)
     dev = resolve(device)
@@ -334,8 +334,7 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
     for _ in dry.loop(range(spec.epochs), "fine-tuning epochs"):
         perms = [torch.randperm(len(y), generator=g) for g in gens]
         total = torch.zeros(k, dtype=torch.float64)  # each seed's running sum, in double as fit's Python float
-        for idx in dry.loop(stacked_batches(perms, spec.batch), "fine-tuning batches",
-                            total=(len(y) + spec.batch - 1) // spec.batch):
+        for idx in dry.loop(StackedBatches(perms, spec.batch), "fine-tuning batches"):
             loss = per_seed_loss(stack(x[idx].to(dev)), y[idx].to(dev), spec, classes)  # (k,)
             if regularise:
                 loss = loss + spec.wd * l2_norm_penalty_per_seed(params)
