@@ -131,6 +131,14 @@ def test_meteor_matches_nltk_without_synonyms(seed):
     assert M.meteor(hyps, refs) == pytest.approx(want)
 
 
+def test_the_memo_stemmer_is_porters():
+    from nltk.stem.porter import PorterStemmer
+
+    words = "running runs ran dogs dog's generalisation happily caresses ponies the a".split() * 2
+    memo = M.MemoStemmer()
+    assert [memo.stem(w) for w in words] == [PorterStemmer().stem(w) for w in words]
+
+
 def test_embedding_f1_proxy():
     vec = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}
     assert M.embedding_f1(["a b"], [["a b"]], vec) == pytest.approx(1.0)
