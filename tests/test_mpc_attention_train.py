@@ -56,6 +56,8 @@ def test_converted_stores_grouped_students_under_lone_keys(tmp_path, monkeypatch
     monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "group"))
     runs = X.converted(["mr2"], S, [0], COMBOS)["mr2"]
     assert len(list((tmp_path / "group").glob("student-*.pt"))) == len(COMBOS)
+    # what comes back holds the students' metrics, not their weights (the cache keeps those)
+    assert all("state" not in r and "after_stage2" in r for rs in runs["students"].values() for r in rs)
 
     def no_training(*a, **k):
         raise AssertionError("a lone call after converted must be a cache hit")

@@ -194,13 +194,18 @@ def students_of_teacher(name: str, s: dict, seed: int, combos, per_head: bool = 
     if not todo:
         return
     task = load_task(name, s, seed)
-    pairs = [_converted_student(teacher(name, s, seed), *combos[i], per_head) for i in todo]
+    t = teacher(name, s, seed)  # read once: at paper a teacher's record holds BERT-Base's 365 MB of weights
+    pairs = [_converted_student(t, *combos[i], per_head) for i in todo]
     before = [train.metric(st, task.dev) for _, st in pairs]
     rs = train.distill_group(pairs[0][0], [st for _, st in pairs], task, s["epochs1"], s["epochs2"],
                              lr1=s["lr1"], lr2=s["lr2"], seed=seed)
     for i, (_, st), b, r in zip(todo, pairs, before, rs):
         out = {"before": b, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
         cache.put("student", cache.key(parts[i], CODE), out, parts[i])
+
+
+def _without_weights(run: dict) -> dict:
+    return {k: v for k, v in run.items() if k != "state"}
 
 
 def teachers(tasks, s: dict, seeds: list[int], progress=None) -> dict:
@@ -217,7 +222,9 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
     """{task: {"teachers": [teacher per seed], "students": {"att+act": [student per seed]}}}.
 
     Teachers first (every student distils from its seed's teacher: ``teachers``), then the students
-    on every core; the results are then read back from the cache in order."""
+    on every core; the results are then read back from the cache in order. A student comes back
+    without its weights (``student`` has them): the tables read its metrics, and at paper 10 schemes
+    x 10 seeds of BERT-Base weights would hold 36 GB."""
     teachers(tasks, s, seeds, progress)
     if TOGETHER:
         workers.in_parallel([partial(students_together, t, s, list(seeds), a, f, per_head)
@@ -228,7 +235,8 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
         workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)
                              for t in tasks for sd in seeds for chunk in chunks], progress=progress)
     return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
-                "students": {f"{a}+{f}": [student(t, s, sd, a, f, per_head) for sd in seeds] for a, f in combos}}
+                "students": {f"{a}+{f}": [_without_weights(student(t, s, sd, a, f, per_head)) for sd in seeds]
+                             for a, f in combos}}
             for t in tasks}
 
 
