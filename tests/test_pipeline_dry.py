@@ -57,3 +57,16 @@ def test_rows_can_be_limited_to_the_notebooks_asked_for(tmp_path):
     copy = fake_dry_build(tmp_path)
     wanted = [nb for nb in dry.discover(copy) if nb.stem == "02_table1_finetuning"]
     assert [r["notebook"] for r in dry.rows_of(copy, wanted)] == ["02_table1_finetuning"]
+
+
+def test_a_recorded_row_names_the_commit_the_run_started_from(tmp_path, monkeypatch, capsys):
+    """A commit made while a dry run runs is not what it measured: ``report`` stamps ``ran_at``."""
+    monkeypatch.setattr(dry, "commit", lambda root: "made-later")
+    row = {"chapter": "taft", "notebook": "01_pretraining", "status": "ok", "error": None, "dry_seconds": 1.0,
+           "paper_estimate_s": 2.0, "seed_factor": 1.0, "cut_loops": "none"}
+    (tmp_path / "data").mkdir()
+    assert dry.report(tmp_path, [row], 1, record=True, ran_at="started-here") == 0
+    assert json.loads((tmp_path / "_build" / "dry_run.json").read_text())["commit"] == "started-here"
+    assert "started-here" in (tmp_path / dry.RECORD).read_text()
+    dry.report(tmp_path, [row], 1, record=False)
+    assert json.loads((tmp_path / "_build" / "dry_run.json").read_text())["commit"] == "made-later"

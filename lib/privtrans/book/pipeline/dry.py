@@ -144,9 +144,12 @@ def page_table(root: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def report(root: Path, rows: list[dict], expected: int, record: bool, exit_ok: bool = True) -> int:
-    """Write ``_build/dry_run.json`` (and with ``record`` ``data/dry_run.csv``), print the table."""
-    meta = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit(root),
+def report(root: Path, rows: list[dict], expected: int, record: bool, exit_ok: bool = True,
+           ran_at: str | None = None) -> int:
+    """Write ``_build/dry_run.json`` (and with ``record`` ``data/dry_run.csv``), print the table.
+    ``ran_at``: the commit the notebooks ran from, taken when the run started (a commit made while
+    it ran is not what it measured); default the checkout's commit now."""
+    meta = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": ran_at or commit(root),
             "machine": machine()}
     out = root / "_build" / "dry_run.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -185,13 +188,14 @@ def main(argv=None) -> int:
               and (not a.notebook or nb.label in a.notebook)]
     if a.collect:
         return report(root, rows_of(root, wanted), len(wanted), a.record)
+    ran_at = commit(root)
     if a.in_place:
         proc = subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), "--force", *args],
                               cwd=root, env=dict(os.environ, PRIVTRANS_ROOT=str(root)))
-        return report(root, rows_of(root, wanted), len(wanted), a.record, proc.returncode == 0)
+        return report(root, rows_of(root, wanted), len(wanted), a.record, proc.returncode == 0, ran_at)
     with pipeline_in_copy(root, "dry-run-", args, "dry run (profile dry: paper shapes, one step per loop)") as (copy, proc):
         rows = rows_of(copy, [nb for nb in discover(copy) if nb.label in {w.label for w in wanted}])
-    return report(root, rows, len(wanted), a.record, proc.returncode == 0)
+    return report(root, rows, len(wanted), a.record, proc.returncode == 0, ran_at)
 
 
 if __name__ == "__main__":
