@@ -18,7 +18,8 @@ def _entry(cache: RunCache, i: int):
     return cache.get_or_make("job", {"i": i}, make)[0]
 
 
-def test_calls_run_in_worker_processes_and_fill_the_cache_as_a_sequential_run(tmp_path):
+def test_calls_run_in_worker_processes_and_fill_the_cache_as_a_sequential_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")  # runs on a GPU stay in this process (below)
     par, seq = RunCache("t", tmp_path / "par"), RunCache("t", tmp_path / "seq")
     seen = []
     workers.in_parallel([lambda i=i: _entry(par, i) for i in range(6)], workers=2,
@@ -30,6 +31,15 @@ def test_calls_run_in_worker_processes_and_fill_the_cache_as_a_sequential_run(tm
     assert {g["pid"] for g in got} - {os.getpid()}, "no call ran in a worker process"
     assert all(g["pid"] == os.getpid() for g in (_entry(seq, i) for i in range(6)))
     assert all(torch.equal(g["x"], _entry(seq, i)["x"]) for i, g in enumerate(got))
+
+
+def test_runs_that_train_on_a_gpu_stay_in_this_process(tmp_path, monkeypatch):
+    """CUDA cannot be used in a child forked after the parent used it (a notebook that trained one
+    model on the GPU and then fills the cache in parallel would fail in every worker)."""
+    monkeypatch.setenv("PRIVTRANS_DEVICE", "cuda")  # only the device's name is read: no GPU needed
+    cache = RunCache("t", tmp_path)
+    workers.in_parallel([lambda i=i: _entry(cache, i) for i in range(4)], workers=2)
+    assert all(_entry(cache, i)["pid"] == os.getpid() for i in range(4))
 
 
 def _boom():

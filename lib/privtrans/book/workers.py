@@ -61,7 +61,9 @@ def _run(i: int) -> int:
 def in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = None, progress=None) -> None:
     """Run zero-argument ``calls`` (each filling the run cache) on ``workers`` processes; their return
     values are dropped. ``progress``: wraps a sized iterable, as ``progress_bar.steps`` does. Falls back to
-    running in this process with one worker, one call, or where ``fork`` is not available."""
+    running in this process with one worker, one call, where ``fork`` is not available, or where the
+    runs train on a GPU (``device.pick_device``): CUDA cannot be used again in a process forked after
+    the notebook used it, and one GPU gains little from several processes."""
     global _PENDING
     calls = list(calls)
     workers = default_workers() if workers is None else workers
@@ -72,6 +74,11 @@ def in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = Non
 
     if dry.active():  # one process, so that the dry run's tally sees every cut loop
         workers = 1
+    if workers > 1 and len(calls) > 1:
+        from .device import pick_device
+
+        if pick_device().type != "cpu":
+            workers = 1
     if workers == 1 or len(calls) < 2 or "fork" not in multiprocessing.get_all_start_methods():
         for c in wrap(calls):
             c()
