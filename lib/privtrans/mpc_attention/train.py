@@ -29,8 +29,7 @@ from torch import nn
 from torch.func import vmap
 
 from privtrans.book import dry
-from privtrans.book.device import placed
-from privtrans.book.device import resolve as _device
+from privtrans.book.device import placed, resolve
 from privtrans.shared import seeds_together as T
 
 from .encoder import EncoderConfig, TinyEncoder
@@ -48,7 +47,7 @@ def _loss_task(logits, y, n_out):
 def train_teacher(task, cfg: EncoderConfig, epochs: int, lr: float = 1e-3, batch: int = 64,
                   seed: int = 0, progress=None, device=None) -> tuple[TinyEncoder, float]:
     """Fine-tune a fresh encoder (Softmax + GeLU) on the task; returns (model on the CPU, seconds)."""
-    dev = _device(device)
+    dev = resolve(device)
     torch.manual_seed(seed)
     model = TinyEncoder(cfg).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
@@ -123,7 +122,7 @@ def distill_group(teacher: TinyEncoder, students: list[TinyEncoder], task, epoch
     bit for bit (tests/test_mpc_attention_train.py). A student's ``seconds`` is what its lone run would
     spend: the teacher's forwards plus its own steps and evaluations. Teacher and students are
     trained on ``device`` and handed back on the CPU."""
-    dev = _device(device)
+    dev = resolve(device)
     teacher.to(dev).eval()
     for st in students:
         st.to(dev)
@@ -310,7 +309,7 @@ def train_teachers_together(tasks, cfg: EncoderConfig, epochs: int, lr: float = 
     model; returns (models on the CPU, seconds of the whole group)."""
     if len(tasks) != len(seeds):
         raise ValueError(f"need one task per seed, got {len(tasks)} tasks for {len(seeds)} seeds")
-    dev = _device(device)
+    dev = resolve(device)
     models = []
     for sd in seeds:
         torch.manual_seed(sd)
@@ -340,7 +339,7 @@ def distill_together(teachers, students, tasks, epochs1: int, epochs2: int, lr1:
     n_out = teachers[0].cfg.n_out
     for m in teachers:
         m.eval()
-    dev = _device(device)
+    dev = resolve(device)
     tst, sst = _stack(teachers, dev).eval(), _stack(students, dev)
     data = _Stacked([t.train for t in tasks], dev)
     out = [{} for _ in range(k)]
