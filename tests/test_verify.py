@@ -62,3 +62,14 @@ def test_a_cold_rerun_of_a_cached_notebook_records_the_same_values(book, capsys)
         assert "differ from the cached build" in capsys.readouterr().out
     finally:
         f.write_text(good)
+    # a notebook whose source changed since it ran is stale: named, not re-run, not passed
+    src = next((root / "notebooks" / fastest["chapter"]).glob(f"{fastest['notebook']}.md"))
+    text = src.read_text()
+    try:
+        src.write_text(text + "\n<!-- edited after the build -->\n")
+        assert verify.main(["--root", str(root), "--notebook", nb]) == 1
+        out = capsys.readouterr().out
+        assert f"{nb}: stale" in out and "nothing verified" in out and "re-running" not in out
+    finally:
+        src.write_text(text)
+    assert verify.stale(root, [nb], summary["profile"], summary["seed"]) == []

@@ -9,6 +9,10 @@ Values are compared exactly (numbers within ``--rtol``, default 1e-9), except wa
 whose path names a time, a speed or a ratio of them (``TIMING``, by name: results.json does not mark
 them) depends on the machine's load, so it is only counted, never failed. Exit status 0 when every
 other value agrees. ``make verify`` runs it; ``make test`` runs it on the smoke book's fastest notebook.
+
+A cached notebook whose inputs (its source, the code it imports, its data) changed since it ran is
+*stale*: a re-run is expected to differ from it, so it is named, not re-run, and the exit status is
+not 0 (``make book`` first brings the cache up to date).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from ..chapters import get
 from ..paths import repo_root
+from . import cache
 from .discover import discover
 from .seedflip import pipeline_in_copy
 
@@ -69,6 +74,17 @@ def compare(old: dict, new: dict, rtol: float = 1e-9) -> tuple[list[str], list[s
         elif not _same(a[k], b[k], rtol):
             diffs.append(f"{k}: cached {a[k]!r}, re-run {b[k]!r}")
     return diffs, timing
+
+
+def stale(root: Path, notebooks: list[str], profile: str, seed: int) -> list[str]:
+    """The notebooks whose cached run is not of their present inputs (``cache.input_key``)."""
+    by_label = {f"{nb.chapter}/{nb.name}": nb for nb in discover(root)}
+    out = []
+    for label in notebooks:
+        st = cache.load_state(root, by_label[label]) or {}
+        if st.get("key") != cache.input_key(root, by_label[label], profile, seed):
+            out.append(label)
+    return out
 
 
 def choose(root: Path, chapter: str | None, named: list[str], n: int, pick: int) -> list[str]:
@@ -120,20 +136,30 @@ def main(argv=None) -> int:
     chapter = get(a.chapter).key if a.chapter else None
     notebooks = choose(root, chapter, a.notebook, a.n, a.pick)
     print(f"verifying {len(notebooks)} notebook(s) (draw seed {a.pick}): {', '.join(notebooks)}")
-    fresh = rerun(root, notebooks, summary["profile"], summary["seed"])
+    old = stale(root, notebooks, summary["profile"], summary["seed"])
+    for nb in old:
+        print(f"{nb}: stale (its source, code or data changed since the cached run): not compared; "
+              "run `make book` first")
+    notebooks = [nb for nb in notebooks if nb not in old]
+    fresh = rerun(root, notebooks, summary["profile"], summary["seed"]) if notebooks else {}
     bad = 0
     for nb in notebooks:
         ch, name = nb.split("/")
         cached = json.loads((root / "book" / "_generated" / ch / name / "results.json").read_text())
         diffs, timing = compare(cached["values"], fresh[nb]["values"], a.rtol)
-        n_values = len(flatten(cached["values"]))
+        n_values = len(set(flatten(cached["values"])) | set(flatten(fresh[nb]["values"])))
         print(f"{nb}: {n_values - len(timing) - len(diffs)} values equal, {len(diffs)} differ"
               + (f", {len(timing)} wall-clock values not compared" if timing else ""))
         for d in diffs:
             print(f"    {d}")
         bad += bool(diffs)
-    print("every re-run value equals the cached one" if not bad else f"{bad} notebook(s) differ from the cached build")
-    return 1 if bad else 0
+    if bad:
+        print(f"{bad} notebook(s) differ from the cached build")
+    elif notebooks:
+        print("every re-run value equals the cached one" + (f"; {len(old)} stale, not compared" if old else ""))
+    else:
+        print("nothing verified: every chosen notebook is stale")
+    return 1 if bad or old else 0
 
 
 if __name__ == "__main__":
