@@ -471,14 +471,12 @@ def train_missing(specs: list[Spec], variants, seed: int, progress=None) -> None
     process (``privtrans.book.workers``) that stores its model; ``get_model`` then reads them back.
     Each model is deterministic given its seed and the thread count: the same as training them one
     by one up to float rounding (a worker runs one torch thread; measured on the smoke settings: the
-    students' weights within 3e-6 of a two-thread run). On a GPU the models train one by one in this
-    process (CUDA does not survive ``fork``)."""
+    students' weights within 3e-6 of a two-thread run). On a GPU ``workers.in_parallel`` trains them
+    one by one in this process (CUDA does not survive ``fork``)."""
     from functools import partial
 
     from privtrans.book import workers
 
-    if pick_device().type != "cpu":
-        return
     for s in specs:
         prepared(s)  # in this process, so the forked workers share the prepared data
     workers.in_parallel([partial(get_model, s, "teacher", seed) for s in specs], progress=progress)

@@ -24,7 +24,7 @@ from torch import nn
 from torch.func import vmap
 
 from privtrans.book import dry, profiles
-from privtrans.book.device import resolve
+from privtrans.book.device import placed, resolve
 
 from . import peft
 from .losses import LOSSES, l2_norm_penalty, loss_fn
@@ -361,10 +361,10 @@ def fit_together(models: list[nn.Module], x: torch.Tensor, y: torch.Tensor, spec
 
 
 def logits(model: nn.Module, x: torch.Tensor, batch: int = 1024) -> torch.Tensor:
-    """The model's outputs on ``x`` (on the CPU), computed on the model's device."""
+    """The model's outputs on ``x`` (on the CPU), computed on the picked device (cuda when present);
+    the model is put back where it was."""
     model.eval()
-    dev = next(model.parameters()).device
-    with torch.no_grad():
+    with torch.no_grad(), placed(model) as dev:
         return torch.cat([model(x[i:i + batch].to(dev)).cpu() for i in range(0, len(x), batch)])
 
 

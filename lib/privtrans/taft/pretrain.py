@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from privtrans.book import dry, profiles
-from privtrans.book.device import resolve
+from privtrans.book.device import placed, resolve
 from privtrans.book.runcache import RunCache
 
 from . import data as D
@@ -142,8 +142,8 @@ def mae_loss(vit: ViT, dec: MAEDecoder, x: torch.Tensor, ratio: float, g: torch.
 
 
 def accuracy(vit: ViT, x: torch.Tensor, y: torch.Tensor, batch: int = 500) -> float:
-    dev = next(vit.parameters()).device
-    with torch.no_grad():
+    """Accuracy on ``(x, y)``, computed on the picked device (cuda when present)."""
+    with torch.no_grad(), placed(vit) as dev:
         pred = torch.cat([vit(x[i:i + batch].to(dev)).argmax(1).cpu() for i in range(0, len(x), batch)])
     return float((pred == y).float().mean())
 
