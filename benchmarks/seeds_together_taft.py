@@ -9,6 +9,12 @@ only the number of steps differs, so the ratios are those of a full run. One tor
 is timed in this process, one after another, so load on a shared machine affects every column (run
 it twice and compare). The target of the issue: ``together`` at k = 5 at most 2 × ``one``.
 
+``floor``: one model trained on the data repeated k times at k × the batch, so the same number of
+steps, each with the arithmetic of k seeds' steps and the per-operation overhead of one. No way of
+training k seeds (vectorised or not) does less work per step than this, so ``floor / one`` is the
+least ``together / one`` can be on this machine: where it is above the target, the target cannot be
+met by vectorising, only by doing less arithmetic.
+
 Usage: .venv/bin/python benchmarks/seeds_together_taft.py [--k 5] [--epochs 2] [--methods taft,nlft,fc]
 """
 
@@ -38,7 +44,7 @@ def _bench():
 
 
 def measure(k: int = 5, epochs: int = 2, methods=("taft", "nlft", "fc"), repeats: int = 2) -> list[dict]:
-    """Rows {chapter, loop, one, apart, together} in seconds: 1 seed by ``fit``, k seeds by k ``fit``
+    """Rows {chapter, loop, one, apart, together, floor} in seconds: 1 seed by ``fit``, k seeds by k ``fit``
     calls one after another, k seeds by one ``fit_together``; one torch thread, this process; each the
     least of ``repeats`` interleaved timings. Also ``*_cpu``: this process's CPU seconds for the same
     calls (less sensitive to other processes taking the core away than wall time)."""
@@ -55,11 +61,14 @@ def measure(k: int = 5, epochs: int = 2, methods=("taft", "nlft", "fc"), repeats
         warm = spec.with_(epochs=1)  # the first calls of a process pay for allocations and dispatch caches
         FT.fit(models()[0], x[:256], y[:256], warm, 0, classes)
         FT.fit_together(models()[:2], x[:256], y[:256], warm, seeds[:2], classes)
-        best = {c: float("inf") for c in ("one", "apart", "together", "one_cpu", "apart_cpu", "together_cpu")}
+        xk, yk = x.repeat(k, *([1] * (x.dim() - 1))), y.repeat(k)
+        wide = spec.with_(batch=spec.batch * k)  # same steps as one seed, k seeds' examples in each
+        best = {c + sfx: float("inf") for c in ("one", "apart", "together", "floor") for sfx in ("", "_cpu")}
         for _ in range(repeats):  # interleaved, the least of each: load on a shared machine only adds
             for col, run in (("one", lambda m: FT.fit(m[0], x, y, spec, seeds[0], classes)),
                              ("apart", lambda m: [FT.fit(mi, x, y, spec, s, classes) for mi, s in zip(m, seeds)]),
-                             ("together", lambda m: FT.fit_together(m, x, y, spec, seeds, classes))):
+                             ("together", lambda m: FT.fit_together(m, x, y, spec, seeds, classes)),
+                             ("floor", lambda m: FT.fit(m[0], xk, yk, wide, seeds[0], classes))):
                 m = models()
                 c0, t0 = time.process_time(), time.perf_counter()
                 run(m)
@@ -81,11 +90,12 @@ def main():
     print(f"k = {args.k} seeds, {args.epochs} epochs ({rows[0]['steps']} steps of {rows[0]['n_train']} examples), "
           f"one torch thread, the least of {args.repeats} (seconds)")
     for clock, sfx in (("wall", ""), ("process CPU", "_cpu")):
-        print(f"{clock:28s} {'one':>8s} {'apart':>8s} {'together':>9s} {'together/one':>13s} {'apart/together':>15s}")
+        print(f"{clock:28s} {'one':>8s} {'apart':>8s} {'together':>9s} {'floor':>8s} {'together/one':>13s} "
+              f"{'floor/one':>10s} {'apart/together':>15s}")
         for r in rows:
-            one, apart, together = r["one" + sfx], r["apart" + sfx], r["together" + sfx]
-            print(f"{r['loop']:28s} {one:8.2f} {apart:8.2f} {together:9.2f} {together / one:13.2f} "
-                  f"{apart / together:15.2f}")
+            one, apart, together, floor = (r[c + sfx] for c in ("one", "apart", "together", "floor"))
+            print(f"{r['loop']:28s} {one:8.2f} {apart:8.2f} {together:9.2f} {floor:8.2f} {together / one:13.2f} "
+                  f"{floor / one:10.2f} {apart / together:15.2f}")
 
 
 if __name__ == "__main__":
