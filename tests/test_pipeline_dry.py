@@ -70,3 +70,24 @@ def test_a_recorded_row_names_the_commit_the_run_started_from(tmp_path, monkeypa
     assert "started-here" in (tmp_path / dry.RECORD).read_text()
     dry.report(tmp_path, [row], 1, record=False)
     assert json.loads((tmp_path / "_build" / "dry_run.json").read_text())["commit"] == "made-later"
+
+
+def test_the_commit_is_dirty_for_a_changed_file_but_not_for_the_record_itself(tmp_path):
+    """``--record`` writes data/dry_run.csv; the next dry run of the same code must not read as -dirty."""
+    import subprocess
+
+    def git(*a):
+        subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "data").mkdir()
+    (tmp_path / dry.RECORD).write_text("a\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = dry.commit(tmp_path)
+    assert head and not head.endswith("-dirty")
+    (tmp_path / dry.RECORD).write_text("a\nb\n")
+    assert dry.commit(tmp_path) == head
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert dry.commit(tmp_path) == f"{head}-dirty"

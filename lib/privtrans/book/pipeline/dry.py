@@ -47,11 +47,18 @@ def machine() -> dict:
 
 
 def commit(root: Path) -> str | None:
+    """The checkout's commit, ``-dirty`` when a tracked file other than the record differs from it.
+    The record (``data/dry_run.csv``) is what ``--record`` itself writes: a second dry run after an
+    uncommitted first one measures the same code and is not marked dirty by it."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True,
-                              text=True, check=True).stdout.strip() or None
+        head = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":(exclude){RECORD.as_posix()}")
     except (OSError, subprocess.CalledProcessError):
         return None
+    return f"{head}-dirty" if changed else head or None
 
 
 def rows_of(copy: Path, wanted=None) -> list[dict]:
