@@ -8,9 +8,10 @@ Targets (issue 21): together ≤ 2 × one for TAFT's fine-tune and the MPC-atten
 (``seeds_together_<chapter>.py``, each a ``measure(k)``).
 
 ``floor``: one model on the data repeated k times at k × the batch (the same steps, each with k
-seeds' arithmetic and one seed's per-operation overhead). Nothing that trains k seeds does less work,
-so ``floor / one`` is the least ``together / one`` can be here: a target below it is out of reach of
-vectorising, on this machine.
+seeds' arithmetic and one seed's per-operation overhead). Training k seeds does at least that
+arithmetic, so ``floor / one`` is about the least ``together / one`` can be here (up to how well the
+batched kernels run: a stack can come in slightly under its floor): a target well below it is out
+of reach of vectorising, on this machine. Each chapter's file says how its floor is built.
 
 Usage: .venv/bin/python benchmarks/seeds_together.py [--k 5] [--chapters taft mpc_attention dpformer]
 """

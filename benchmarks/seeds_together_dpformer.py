@@ -8,10 +8,8 @@ dropout, σ) is the ci one; evaluations run at the ci cadence (every ``eval_ever
 end). "one" is the mean time of the k runs apart (``apart / k``), so load on a shared machine weighs
 on every column alike.
 
-"floor": one run (Phantom Clipping, as apart) on the users repeated k times at k × the batch: the
-same sample rate, so the same steps and σ, each step with the arithmetic of k seeds' steps and the
-per-operation overhead of one. No way of training k seeds does less work per step, so
-``floor / one`` is the least ``together / one`` can be on this machine.
+"floor" (see ``seeds_together.py``): one run (Phantom Clipping, as apart) on the users repeated k
+times at k × the batch: the same sample rate, so the same steps and σ.
 
 Usage: .venv/bin/python benchmarks/seeds_together_dpformer.py [--k 5]
 """
@@ -20,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -51,7 +50,8 @@ def _case(experiment: str, method: str, epsilon, epochs: int, k: int) -> dict:
     train.train_together(spec, b.split, seeds, device="cpu")
     together = time.perf_counter() - t
     sp = b.split
-    wide = type(sp)(np.tile(sp.train, (k, 1)), np.tile(sp.test_input, (k, 1)), np.tile(sp.test_target, k), sp.n_items)
+    wide = replace(sp, train=np.tile(sp.train, (k, 1)), test_input=np.tile(sp.test_input, (k, 1)),
+                   test_target=np.tile(sp.test_target, k))
     wspec = spec.with_(batch_size=spec.batch_size * k)
     if epsilon is not None:
         train.privacy_plan(float(epsilon), k * n, wspec.batch_size, spec.epochs)

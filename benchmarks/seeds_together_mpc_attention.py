@@ -8,18 +8,17 @@ Settings: the ``ci`` profile of ``tables2_6_schemes`` (task mr2: d_model 64, 2 l
 batch 64, vocabulary of about 5 400 words), with fewer training and dev examples (``N_TRAIN``,
 ``N_DEV``, in the ci proportion) and one epoch per loop (both stages for the distillation): the work
 per step is the ci run's, there are only fewer steps. Each loop runs once
-untimed first (warm-up).
-
-``floor``: one seed trained on its data repeated k times at k × the batch (the same number of
-steps, each with the arithmetic of k seeds' steps and the per-operation overhead of one). No way of
-training k seeds does less work per step, so ``floor / one`` is the least ``together / one`` can be
-here: where it is above the target, vectorising cannot meet it. The machine may be shared: "one", "apart" and "together" follow each other
+untimed first (warm-up). The machine may be shared: "one", "apart" and "together" follow each other
 within seconds, so load affects them alike, but not exactly.
+
+``floor`` (see ``seeds_together.py``): one seed's run on its training and dev examples repeated k
+times at k × the batch.
 
 Usage: .venv/bin/python benchmarks/seeds_together_mpc_attention.py [--k 5]
 """
 
 import argparse
+import inspect
 import time
 from dataclasses import replace
 
@@ -42,6 +41,11 @@ def _repeat(task, k: int):
                           sp.y.repeat(k, *([1] * (sp.y.dim() - 1))))
 
     return replace(task, train=rep(task.train), dev=rep(task.dev))
+
+
+def _batch(fn) -> int:
+    """The batch ``fn`` trains at when not told (what "one" runs at): the floor takes k times it."""
+    return inspect.signature(fn).parameters["batch"].default
 
 
 def _cut(task):
@@ -72,7 +76,6 @@ def measure(k: int = 5) -> list[dict]:
     cfg = X.model_config(tasks[0], s)
     lr = s["teacher_lr"]
     wide = _repeat(tasks[0], k)
-    batch = 64  # train_teacher's and distill's default, the ci batch
 
     def teach_one(i):
         return train.train_teacher(tasks[i], cfg, 1, lr=lr, seed=seeds[i])[0]
@@ -81,7 +84,7 @@ def measure(k: int = 5) -> list[dict]:
         return train.train_teachers_together(tasks, cfg, 1, lr=lr, seeds=seeds)[0]
 
     def teach_floor():
-        return train.train_teacher(wide, cfg, 1, lr=lr, batch=batch * k, seed=seeds[0])[0]
+        return train.train_teacher(wide, cfg, 1, lr=lr, batch=_batch(train.train_teacher) * k, seed=seeds[0])[0]
 
     teach_one(0), teach_together()  # warm-up
     _CPU.clear()
@@ -106,7 +109,7 @@ def measure(k: int = 5) -> list[dict]:
         return train.distill_together(teachers, students(), tasks, seeds=seeds, **kw)
 
     def distil_floor():
-        return train.distill(teachers[0], students()[0], wide, seed=seeds[0], batch=batch * k, **kw)
+        return train.distill(teachers[0], students()[0], wide, seed=seeds[0], batch=_batch(train.distill) * k, **kw)
 
     distil_one(0), distil_together()  # warm-up
     _CPU.clear()

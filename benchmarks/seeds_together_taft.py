@@ -9,11 +9,7 @@ only the number of steps differs, so the ratios are those of a full run. One tor
 is timed in this process, one after another, so load on a shared machine affects every column (run
 it twice and compare). The target of the issue: ``together`` at k = 5 at most 2 × ``one``.
 
-``floor``: one model trained on the data repeated k times at k × the batch, so the same number of
-steps, each with the arithmetic of k seeds' steps and the per-operation overhead of one. No way of
-training k seeds (vectorised or not) does less work per step than this, so ``floor / one`` is the
-least ``together / one`` can be on this machine: where it is above the target, the target cannot be
-met by vectorising, only by doing less arithmetic.
+``floor`` (see ``seeds_together.py``): one ``fit`` on the features repeated k times at k × the batch.
 
 Usage: .venv/bin/python benchmarks/seeds_together_taft.py [--k 5] [--epochs 2] [--methods taft,nlft,fc]
 """
