@@ -266,6 +266,14 @@ def test_training_reduces_loss_and_student_runs(tmp_path, monkeypatch):
     assert T.get_model(other, "teacher", seed=0).cached and T.get_model(other, "merge", seed=0).cached
     other = T.Spec(**{**spec.__dict__, "student": T.Recipe(steps=3, batch=8, eval_every=3, warmup=1)})
     assert T.get_model(other, "teacher", seed=0).cached and not T.get_model(other, "merge", seed=0).cached
+    # a student seed of its own from the teacher of seed 0 (table3_seeds): a new run of that teacher's
+    # student, not seed 1's own student, nor a teacher at seed 1; naming its own teacher changes nothing
+    s1 = T.get_model(spec, "merge", seed=1, teacher_seed=0)
+    assert not s1.cached and T.get_model(spec, "merge", seed=1, teacher_seed=0).cached
+    assert T.get_model(spec, "merge", seed=0, teacher_seed=0).cached
+    assert any(not torch.equal(a, b) for a, b in zip(s1.model.state_dict().values(), merge.model.state_dict().values()))
+    own = T.get_model(spec, "merge", seed=1)  # seed 1's student of seed 1's teacher: trains that teacher
+    assert not own.cached and T.get_model(spec, "teacher", seed=1).cached
 
 
 def test_greedy_batch_matches_generate_and_grouping():

@@ -42,6 +42,50 @@ def test_private_tokens_are_the_plaintext_greedy_tokens(run):
         assert r["private"] == want and r["match"] == 1.0
         assert r["ranks_agree"] is True
         assert len(r["seconds"]) == len(PROMPTS) and all(s > 0 for s in r["seconds"])
+        # the revealed logits are the plaintext model's on the same prefix, within the tolerance
+        a = r["agreement"]
+        assert a["steps"] == len(PROMPTS) * N_NEW and a["n_faults"] == 0
+        assert 0 < a["max_err_over_tol"] < 1
+
+
+@pytest.mark.parametrize("variant", ["crypten", "merge"])
+def test_step_logits_are_the_logits_greedy_decoding_argmaxes(variant):
+    """On its own tokens, step_logits' argmax is the greedy token at every step; fed other tokens
+    (vanilla), its later steps follow them: the logits of the private prefix, not of plaintext's."""
+    m = _models()[variant]
+    for p in PROMPTS:
+        want = m.model.generate(torch.tensor([p]), N_NEW, m.decoding)[0]
+        logits = m.model.step_logits(p, want, m.decoding)
+        assert logits.shape == (N_NEW, SIZES["vocab_size"])
+        assert torch.equal(logits.argmax(-1), want)
+    if m.decoding == "vanilla":
+        other = torch.tensor([(int(want[0]) + 1) % SIZES["vocab_size"], 0, 0])
+        a, b = m.model.step_logits(p, want, "vanilla"), m.model.step_logits(p, other, "vanilla")
+        assert torch.equal(a[0], b[0]) and not torch.allclose(a[1], b[1])
+    with pytest.raises(ValueError, match="decoding must be"):
+        m.model.step_logits(PROMPTS[0], [1], "beam")
+    with pytest.raises(ValueError, match=r"prefix \+ tokens - 1"):
+        m.model.step_logits(PROMPTS[0], [1] * 8, m.decoding)
+
+
+def _logits(*rows):
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def test_agreement_tells_a_near_tie_from_a_fault():
+    ref = [_logits([10.0, 2.0, 0.0], [5.0, 4.99, 0.0])]  # step 1: top-2 gap 0.01 <= 2 * 1 % of 5
+    # the private run flips the near tie at step 1: allowed, and reported as a near tie
+    a = P.agreement([[0, 1]], [_logits([10.0, 2.0, 0.0], [4.99, 5.0, 0.0])], ref)
+    assert a["n_faults"] == 0 and a["n_near_ties"] == 1 and a["near_ties"][0]["step"] == 1
+    assert a["min_gap"] == pytest.approx(0.01) and a["max_err_over_tol"] == pytest.approx(0.2)
+    # another token where the gap is clear (8 at step 0) is a fault, whatever the logits say
+    a = P.agreement([[1, 0]], [_logits([10.0, 2.0, 0.0], [5.0, 4.99, 0.0])], ref)
+    assert a["n_faults"] == 1 and a["faults"][0]["step"] == 0 and a["faults"][0]["plain_argmax"] == 0
+    # a logit off by more than 1 % of the step's largest is a fault even with the right token
+    a = P.agreement([[0, 0]], [_logits([10.0, 2.5, 0.0], [5.0, 4.99, 0.0])], ref)
+    assert a["n_faults"] == 1 and a["faults"][0]["err"] == pytest.approx(0.5) and a["max_err_over_tol"] == pytest.approx(5)
+    with pytest.raises(ValueError, match=r"prompt 0: 2 tokens, private logits \(1, 3\)"):
+        P.agreement([[0, 0]], [_logits([10.0, 2.0, 0.0])], ref)
 
 
 def test_metered_cost_equals_the_closed_form_model(run):

@@ -3,9 +3,9 @@ the cases that must make a claim fail, and missing data that must never pass as 
 
 Where a case decides a claim, the test runs the claim's own predicate from data/merge/claims*.yaml
 on what the readout returns, as the book does after recording it, and asserts its verdict: held,
-contradicted or not judged. Every merge claim is deterministic (exact counts, closed forms, or one
-training run's numbers), so none can be inconclusive and none is an interval claim: there is no
-"A beats B" comparison across seeds to feed a null effect (NULL_TESTED is empty)."""
+contradicted or not judged. Every merge claim but one is deterministic (exact counts, closed forms,
+or one training run's numbers), so it cannot be inconclusive; the one judged across seeds
+(table3_single_changes_closer, paired intervals) is fed a null effect (NULL_TESTED)."""
 
 import re
 
@@ -23,7 +23,7 @@ from privtrans.shared.models.plain_gpt import VARIANTS
 
 CLAIMS = {c["id"]: c for c in claims.load("merge")["claims"]}
 #: interval claims with margin >= 0 fed a null effect through their readout: merge has none
-NULL_TESTED: set[str] = set()
+NULL_TESTED = {"table3_single_changes_closer"}
 HELD, CONTRADICTED, NOT_JUDGED = "held", "contradicted", "not judged"
 
 
@@ -529,9 +529,53 @@ def test_table3_values_and_claims():
     assert out["merge_gap_bertproxy_by_task"] == pytest.approx({"acts": 0.03, "chat": 0.03})
     assert out["chrf_teacher_er_no_train"]["acts"] == {"teacher": 40.0, "ER (no train)": 4.0}
     for cid in ("table3_er_without_training_collapses", "table3_merge_close_to_mpcformer",
-                "table3_merge_recovers_from_er", "table3_single_changes_closer"):
+                "table3_merge_recovers_from_er"):
         assert verdict(cid, out)[0] == HELD, cid
     assert verdict("table3_sf2quad_thex_fail_to_train", out)[0] == CONTRADICTED
+
+
+def interval_verdict(claim_id: str, values: dict, profile: str = "ci") -> str:
+    c = CLAIMS[claim_id]
+    (row,) = claims.evaluate("merge", {"claims": [c]},
+                             {c["notebook"]: {"profile": profile, "values": _jsonable(values)}}, profile)
+    return row["verdict"]
+
+
+SEEDS3 = [0, 1, 2]
+
+
+def seeds_frame(dist: dict, tasks=("acts", "concepts", "chat"), teacher=40.0, noise=(0.0, 0.7, -0.5)):
+    """single_changes' rows: per task the teacher, and MERGE / only-ER / only-MM at SEEDS3 at the given
+    distance below the teacher's chrF++ (dist: {variant: distance}, plus seed noise); None = diverged."""
+    rows = []
+    for task in tasks:
+        rows.append({"task": task, "model": "teacher", "seed": 0, "status": "teacher", "chrF++": teacher})
+        for v, d in dist.items():
+            for s, e in zip(SEEDS3, noise):
+                rows.append({"task": task, "model": v, "seed": s, "status": "trained",
+                             "chrF++": np.nan if d is None else teacher - d + e * (v != "merge")})
+    return pd.DataFrame(rows)
+
+
+def test_table3_seeds_judges_each_pair_across_seeds():
+    out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts", "concepts", "chat"])
+    cell = out["single_closer"]["acts / only-ER"]
+    assert cell["n"] == 3 and cell["mean"] == pytest.approx(5.0 - np.mean([0.0, -0.7, 0.5]))
+    assert out["n_seeds"] == 3 and out["chrf_by_seed"]["chat"]["teacher"] == 40.0
+    assert out["chrf_by_seed"]["acts"]["seeds"] == SEEDS3
+    assert interval_verdict("table3_single_changes_closer", out) == "held"
+    # the null: each change alone as far from the teacher as both, plus seed noise: never held
+    out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 8.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])
+    assert interval_verdict("table3_single_changes_closer", out) != "held"
+    # singles farther from the teacher than MERGE everywhere: 0 of 6 can clear, contradicted
+    out = R.table3_seeds(seeds_frame({"merge": 2.0, "only_er": 9.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])
+    assert interval_verdict("table3_single_changes_closer", out) == "contradicted"
+    # a diverged single change has no pairs: its cells are not judged, and 3 of 6 cannot make 4
+    out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": None, "only_mm": 2.0}), ["acts", "concepts", "chat"])
+    assert out["single_closer"]["acts / only-ER"]["n"] == 0
+    assert interval_verdict("table3_single_changes_closer", out) == "not judged"
+    with pytest.raises(R.MissingResult, match="only_mm"):
+        R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0}), ["acts"])
 
 
 def test_table3_other_columns_collapse_without_training():
@@ -669,9 +713,17 @@ def test_fig5_missing_runs_raise():
 # ---------------------------------------------------------------------------------------------
 
 
-def private_results(merge_match=1.0):
-    res = {"crypten": {"match": 1.0, "ranks_agree": True, "private": [[5, 6]], "plain": [[5, 6]]},
-           "merge": {"match": merge_match, "ranks_agree": True, "private": [[7, 8]], "plain": [[7, 8]]}}
+def _agreement(faults=0, ties=0, steps=2):
+    return {"steps": steps, "rel_tol": 0.01, "max_err_over_tol": 0.3, "min_gap": 0.5,
+            "near_ties": [{"prompt": 0, "step": i, "gap": 1e-3, "tol": 0.05} for i in range(ties)], "n_near_ties": ties,
+            "faults": [{"prompt": 0, "step": i} for i in range(faults)], "n_faults": faults}
+
+
+def private_results(merge_match=1.0, merge_faults=0, merge_ties=0):
+    res = {"crypten": {"match": 1.0, "ranks_agree": True, "private": [[5, 6]], "plain": [[5, 6]],
+                       "agreement": _agreement()},
+           "merge": {"match": merge_match, "ranks_agree": True, "private": [[7, 8]], "plain": [[7, 8]],
+                     "agreement": _agreement(merge_faults, merge_ties)}}
     cost = pd.DataFrame({"model": ["crypten", "merge"], "seconds": [4.0, 1.0], "rounds": [400.0, 100.0],
                          "MiB": [8.0, 2.0]})
     return res, cost
@@ -684,7 +736,17 @@ def test_private_generation_values_and_claims():
     assert out["min_token_match"] == 1.0 and out["ranks_agree"] and out["n_prompts"] == 1
     assert verdict("private_generation_same_tokens", out)[0] == HELD
     assert verdict("private_generation_merge_fewer_rounds", out)[0] == HELD
-    res, cost = private_results(merge_match=0.5)
+    assert out["n_faults"] == 0 and out["steps"] == 4 and out["max_err_over_tol"] == 0.3
+    # a flipped near tie (the plaintext top-2 gap within twice the tolerance) is reported, not a fault
+    res, cost = private_results(merge_match=0.5, merge_ties=1)
+    out = R.private_generation(res, cost, 2)
+    assert out["n_near_ties"] == 1 and out["min_token_match"] == 0.5
+    assert verdict("private_generation_same_tokens", out)[0] == HELD
+    # another token where the plaintext argmax is clear, or a logit out of tolerance, is a fault
+    res, cost = private_results(merge_match=0.5, merge_faults=1)
+    assert verdict("private_generation_same_tokens", R.private_generation(res, cost, 2))[0] == CONTRADICTED
+    res, cost = private_results()
+    res["merge"]["ranks_agree"] = False
     assert verdict("private_generation_same_tokens", R.private_generation(res, cost, 2))[0] == CONTRADICTED
 
 
@@ -704,6 +766,7 @@ def test_every_claim_reads_a_readout_key():
     keys |= set(R.fig1a_speedups(ENC, GEN))
     keys |= set(R.fig6_retraining({"merge": trained("merge", [3.0, 2.0, 1.0])}, trained("teacher", [2.0, 1.0]), "acts"))
     keys |= set(R.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]))
+    keys |= set(R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts"]))
     keys |= set(R.fig5_embedding_noise(fig5_sweep({("chat", "teacher"): [1, 1, 1, 1]}), ["chat"], ["teacher"]))
     keys |= set(R.private_generation(*private_results(), 2))
     for c in CLAIMS.values():

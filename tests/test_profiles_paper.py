@@ -28,6 +28,7 @@ KEY_DIFFERENCES = {
                                "paper searches the rank in the grid where ci fixes it"),
     ("merge", "fig6_retraining"): _WARMUP,
     ("merge", "table3_quality"): _WARMUP,
+    ("merge", "table3_seeds"): _WARMUP,
     ("merge", "fig5_embedding_noise"): _WARMUP,
     ("merge", "private_generation"): _WARMUP,
     ("mpc_attention", "fig5_7_denominators"): _SUBSAMPLE,

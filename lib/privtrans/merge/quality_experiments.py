@@ -67,6 +67,39 @@ def table3_tasks(cfg: dict, seed: int) -> tuple[pd.DataFrame, dict]:
     return pd.concat(frames, ignore_index=True), samples
 
 
+#: the rows whose chrF++ the single-change claim compares (Table 3: ER + MM against each change alone)
+SINGLE_CHANGE_VARIANTS = ("merge", "only_er", "only_mm")
+
+
+def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
+    """Table 3's MERGE, only-ER and only-MM rows re-trained at each paired student seed from the one
+    teacher of ``seed``, and that teacher's (vanilla decoding) row: one row per (task, model, seed)
+    with its six metrics, or NaN and status 'diverged'. The seeds are those of
+    ``book.paired.seeds(seed, cfg["seeds"])``."""
+    from privtrans.book.paired import seeds as paired_seeds
+
+    seeds = paired_seeds(seed, cfg["seeds"])
+    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    T.train_missing(specs, ["teacher", *SINGLE_CHANGE_VARIANTS], seed, progress=progress, student_seeds=seeds)
+    rows = []
+    for spec in specs:
+        prep = T.prepared(spec)
+        teacher = T.get_model(spec, "teacher", seed)
+        res, _ = T.evaluate(teacher, teacher.model, prep, n_new=cfg["n_new"], decoding="vanilla", seed=seed)
+        rows.append({"task": spec.task, "model": "teacher", "seed": seed, "status": "teacher", **res})
+        for v in SINGLE_CHANGE_VARIANTS:
+            for s in seeds:
+                tr = T.get_model(spec, v, s, teacher_seed=seed)
+                row = {"task": spec.task, "model": v, "seed": s, "status": "trained"}
+                if converged(tr):
+                    res, _ = T.evaluate(tr, teacher.model, prep, n_new=cfg["n_new"], seed=s)
+                    row.update(res)
+                else:
+                    row.update({"status": "diverged", **{m: np.nan for m in METRIC_ORDER}})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def robustness_tasks(cfg: dict, seed: int) -> pd.DataFrame:
     """``robustness`` for every task of ``cfg["tasks"]`` with its ``variants``, ``noise_levels``, ``n_eval``."""
     return pd.concat([robustness(T.Spec.from_cfg(task, cfg), seed, cfg["variants"], cfg["noise_levels"],

@@ -392,6 +392,37 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
     )
 
 
+#: the single-change cells' labels, as the page shows them
+SINGLE_LABELS = {"only_er": "only-ER", "only_mm": "only-MM"}
+
+
+def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++") -> dict:
+    """Table 3's single-change claim across student seeds, from ``quality_experiments.single_changes``.
+
+    Per (task, only-ER or only-MM): the paired 95 % t interval across seeds of
+    |MERGE − teacher| − |single − teacher| on ``metric`` (positive: the single change is closer to
+    the vanilla model than ER + MM), the same seed's MERGE and single model paired. A seed whose
+    MERGE or single model diverged has no pair."""
+    from privtrans.book.paired import paired_difference
+
+    _need(df.task, tasks, "Table 3 across seeds: tasks")
+    cells, by_seed = {}, {}
+    for task in tasks:
+        d = df[df.task == task]
+        _need(d.model, ["teacher", *Q.SINGLE_CHANGE_VARIANTS], f"Table 3 across seeds, {task}")
+        (teacher,) = [num(x) for x in d[d.model == "teacher"][metric]]
+        per = {v: dict(zip(d[d.model == v].seed, map(num, d[d.model == v][metric]))) for v in Q.SINGLE_CHANGE_VARIANTS}
+        seeds = sorted(per["merge"])
+        dist = {v: [None if per[v].get(s) is None or teacher is None else abs(per[v][s] - teacher) for s in seeds]
+                for v in per}
+        by_seed[task] = {"teacher": teacher, "seeds": [int(s) for s in seeds],
+                         **{v: [per[v].get(s) for s in seeds] for v in per}}
+        for v, label in SINGLE_LABELS.items():
+            cells[f"{task} / {label}"] = paired_difference(dist["merge"], dist[v]).as_dict()
+    return {"single_closer": cells, "chrf_by_seed": by_seed,
+            "n_seeds": max((c["n"] for c in cells.values()), default=0)}
+
+
 def _noise_readout(g: pd.DataFrame, metric: str) -> dict:
     clean, noisy = num(g[metric].iloc[0]), num(g[metric].iloc[-1])
     mid = g[(g.rel_mse >= MID_MSE[0]) & (g.rel_mse <= MID_MSE[1])]
@@ -438,14 +469,26 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
 
 
 def private_generation(results: dict, cost: pd.DataFrame, n_new: int) -> dict:
-    """The private-generation check from ``private.private_vs_plain`` and ``private.cost_table``."""
+    """The private-generation check from ``private.private_vs_plain`` and ``private.cost_table``:
+    the token agreement with plaintext greedy decoding (``token_match``, as revealed) and, step by
+    step on the private prefix (``private.agreement``), the logit error over its tolerance, the near
+    ties (plaintext top-2 gap within twice the tolerance) and the faults (a logit out of tolerance,
+    or another token than the plaintext argmax where there is no near tie)."""
     if not results:
         raise MissingResult("private generation returned no model")
     per = cost.set_index("model")
     both = {BASE, "merge"} <= set(per.index)
+    agree = {v: r["agreement"] for v, r in results.items()}
     return dict(
         token_match={v: r["match"] for v, r in results.items()},
         min_token_match=min(r["match"] for r in results.values()),
+        n_faults=sum(a["n_faults"] for a in agree.values()),
+        faults={v: a["faults"] for v, a in agree.items()},
+        max_err_over_tol=max(a["max_err_over_tol"] for a in agree.values()),
+        near_ties={v: a["near_ties"] for v, a in agree.items()},
+        n_near_ties=sum(a["n_near_ties"] for a in agree.values()),
+        min_top2_gap={v: a["min_gap"] for v, a in agree.items()},
+        steps=sum(a["steps"] for a in agree.values()),
         ranks_agree=all(r["ranks_agree"] for r in results.values()),
         n_prompts=len(next(iter(results.values()))["private"]), n_new=n_new,
         private_ids={v: r["private"] for v, r in results.items()},

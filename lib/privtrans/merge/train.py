@@ -444,35 +444,42 @@ def _from_blob(variant: str, blob: dict, cached: bool) -> Trained:
     return Trained(model, variant, blob["decoding"], blob["history"], blob["seconds"], cached, blob["diverged"])
 
 
-def get_model(spec: Spec, variant: str, seed: int, device=None) -> Trained:
+def get_model(spec: Spec, variant: str, seed: int, device=None, teacher_seed: int | None = None) -> Trained:
     """The teacher (``variant="teacher"``) or a student of ``spec``, from the run cache or trained now.
 
+    A student re-trains the teacher of ``teacher_seed`` (default: its own ``seed``) with its own
+    seed's initialisation of the new parts, data order and noise: several student seeds from one
+    teacher are the paper's design (one pretrained GPT-2, each variant fine-tuned from it).
     The key holds the spec without the recipes that do not train this model (a student depends on
-    the teacher's recipe and its own), the variant, the seed and ``MODEL_CODE``'s source."""
+    the teacher's recipe and its own), the variant, the seed(s) and ``MODEL_CODE``'s source."""
     sd = {k: v for k, v in spec.to_dict().items() if k not in ("teacher", "student", "distill")}
     sd["recipes"] = [spec.teacher.to_dict()] + ([] if variant == "teacher" else [spec.recipe(variant).to_dict()])
+    from_teacher = seed if teacher_seed is None or variant == "teacher" else teacher_seed
+    key = {"spec": sd, "variant": variant, "seed": seed}
+    if from_teacher != seed:  # a student of its own seed's teacher keeps the key it always had
+        key["teacher_seed"] = from_teacher
 
     def make() -> dict:
         prep = prepared(spec)
         base = base_config(prep, spec.d_model, spec.n_layers, spec.n_heads)
         if variant == "teacher":
             return _to_blob(train_teacher(prep, base, spec.teacher, seed, device))
-        teacher = get_model(spec, "teacher", seed, device).model
+        teacher = get_model(spec, "teacher", from_teacher, device).model
         return _to_blob(train_student(variant, teacher, prep, spec.recipe(variant), seed, device))
 
-    blob, hit = run_cache().get_or_make(f"{spec.task}-{variant}", {"spec": sd, "variant": variant, "seed": seed},
-                                        make, code=MODEL_CODE)
+    blob, hit = run_cache().get_or_make(f"{spec.task}-{variant}", key, make, code=MODEL_CODE)
     return _from_blob(variant, blob, hit)
 
 
-def train_missing(specs: list[Spec], variants, seed: int, progress=None) -> None:
+def train_missing(specs: list[Spec], variants, seed: int, progress=None, student_seeds=None) -> None:
     """Fill the run cache with the models of ``specs`` × ``variants`` on every core: the teachers
     first (every student starts from its task's teacher), then the students, each call a worker
     process (``privtrans.book.workers``) that stores its model; ``get_model`` then reads them back.
     Each model is deterministic given its seed and the thread count: the same as training them one
     by one up to float rounding (a worker runs one torch thread; measured on the smoke settings: the
     students' weights within 3e-6 of a two-thread run). On a GPU ``workers.in_parallel`` trains them
-    one by one in this process (CUDA does not survive ``fork``)."""
+    one by one in this process (CUDA does not survive ``fork``). ``student_seeds``: the students
+    at each of these seeds, all from the teacher of ``seed`` (default: ``[seed]``)."""
     from functools import partial
 
     from privtrans.book import workers
@@ -480,8 +487,9 @@ def train_missing(specs: list[Spec], variants, seed: int, progress=None) -> None
     for s in specs:
         prepared(s)  # in this process, so the forked workers share the prepared data
     workers.in_parallel([partial(get_model, s, "teacher", seed) for s in specs], progress=progress)
-    workers.in_parallel([partial(get_model, s, v, seed) for s in specs for v in dict.fromkeys(variants)
-                         if v != "teacher"], progress=progress)
+    workers.in_parallel([partial(get_model, s, v, ss, teacher_seed=seed) for s in specs
+                         for v in dict.fromkeys(variants) if v != "teacher" for ss in (student_seeds or [seed])],
+                        progress=progress)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -331,6 +331,32 @@ class TinyGPT(nn.Module):
         return torch.stack(outs, 1)
 
 
+    @torch.no_grad()
+    def step_logits(self, prefix_ids, tokens, decoding: str = "vanilla"):
+        """The logits (n, V) that greedy decoding after ``prefix_ids`` (p,) argmaxes at each of its n
+        steps, given that the earlier steps chose ``tokens`` (n,): vanilla feeds the tokens back (one
+        causal pass over prefix + tokens[:-1]); ER feeds its hidden states back, so the tokens do not
+        enter. Decoding that chose ``tokens`` differently (a private run) can thus be compared step by
+        step with the plaintext model on the same prefix."""
+        if decoding not in ("vanilla", "er"):
+            raise ValueError(f"decoding must be 'vanilla' or 'er', got {decoding!r}")
+        prefix = torch.as_tensor(prefix_ids).reshape(-1)
+        toks = torch.as_tensor(tokens).reshape(-1)
+        p, n = prefix.numel(), toks.numel()
+        if p < 1 or n < 1 or p + n - 1 > self.cfg.max_len:
+            raise ValueError(f"need a prefix >= 1 and tokens >= 1 with prefix + tokens - 1 <= {self.cfg.max_len}, "
+                             f"got {p} and {n}")
+        if decoding == "vanilla":
+            logits, _ = self(input_ids=torch.cat([prefix, toks[:-1]])[None])
+            return logits[0, p - 1:]
+        emb, outs = self.wte(prefix[None]), []
+        for _ in range(n):
+            h = self(inputs_embeds=emb)[1][:, -1:]
+            outs.append(h[0, 0])
+            emb = torch.cat([emb, h], 1)
+        return self.lm_head(torch.stack(outs))
+
+
 # ----------------------------------------------------------------------------- MM merge (Eq. 10)
 def merge_block(block: Block) -> Block:
     """The merged-form twin of an unmerged constant-attention block with affine Norm_1 (Eq. 10).
