@@ -563,6 +563,8 @@ def test_table3_seeds_judges_each_pair_across_seeds():
     assert cell["n"] == 3 and cell["mean"] == pytest.approx(5.0 - np.mean([0.0, -0.7, 0.5]))
     assert out["n_seeds"] == 3 and out["chrf_by_seed"]["chat"]["teacher"] == 40.0
     assert out["chrf_by_seed"]["acts"]["seeds"] == SEEDS3
+    assert out["distance_by_seed"]["acts"]["merge"] == pytest.approx([8.0] * 3)
+    assert out["distance_by_seed"]["acts"]["only_er"] == pytest.approx([3.0, 2.3, 3.5])
     assert interval_verdict("table3_single_changes_closer", out) == "held"
     # the null: each change alone as far from the teacher as both, plus seed noise: never held
     out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 8.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])

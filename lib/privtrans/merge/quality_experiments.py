@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from privtrans.book import dry
+from privtrans.book.paired import seeds as paired_seeds
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 from . import train as T
 
@@ -76,8 +77,6 @@ def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     teacher of ``seed``, and that teacher's (vanilla decoding) row: one row per (task, model, seed)
     with its six metrics, or NaN and status 'diverged'. The seeds are those of
     ``book.paired.seeds(seed, cfg["seeds"])``."""
-    from privtrans.book.paired import seeds as paired_seeds
-
     seeds = paired_seeds(seed, cfg["seeds"])
     specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
     T.train_missing(specs, ["teacher", *SINGLE_CHANGE_VARIANTS], seed, progress=progress, student_seeds=seeds)
@@ -89,14 +88,9 @@ def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
         rows.append({"task": spec.task, "model": "teacher", "seed": seed, "status": "teacher", **res})
         for v in SINGLE_CHANGE_VARIANTS:
             for s in seeds:
-                tr = T.get_model(spec, v, s, teacher_seed=seed)
-                row = {"task": spec.task, "model": v, "seed": s, "status": "trained"}
-                if converged(tr):
-                    res, _ = T.evaluate(tr, teacher.model, prep, n_new=cfg["n_new"], seed=s)
-                    row.update(res)
-                else:
-                    row.update({"status": "diverged", **{m: np.nan for m in METRIC_ORDER}})
-                rows.append(row)
+                res, h = scored(T.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s)
+                rows.append({"task": spec.task, "model": v, "seed": s,
+                             "status": "diverged" if h is None else "trained", **res})
     return pd.DataFrame(rows)
 
 
@@ -116,21 +110,27 @@ def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
     rows, hyps = [], {}
     for label, variant, decoding in TABLE3_ROWS:
         tr = teacher if variant == "teacher" else T.get_model(spec, variant, seed)
-        ok = converged(tr)
         row = {"task": spec.task, "model": label, "decoding": decoding or tr.decoding,
                "status": "trained" if variant != "teacher" else "teacher",
                "train_s": round(tr.seconds, 1)}
         if variant == "teacher" and decoding == "er":
             row["status"], row["train_s"] = "no re-training", 0.0
-        if not ok:
+        res, h = scored(tr, teacher, prep, n_new, decoding, seed)
+        row.update(res)
+        if h is None:
             row["status"] = "diverged"
-            row.update({m: np.nan for m in METRIC_ORDER})
         else:
-            res, h = T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding=decoding, seed=seed)
-            row.update(res)
             hyps[label] = h
         rows.append(row)
     return pd.DataFrame(rows), hyps
+
+
+def scored(tr: T.Trained, teacher: T.Trained, prep, n_new: int, decoding=None, seed: int = 0):
+    """(Table 3's metrics, texts) of a converged model; NaN metrics and no texts (None) for a diverged
+    one (the paper's OOT), never a score of its garbage."""
+    if not converged(tr):
+        return {m: np.nan for m in METRIC_ORDER}, None
+    return T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding=decoding, seed=seed)
 
 
 def robustness(spec: T.Spec, seed: int, variants: list[str], noise_levels: list[float], n_new: int,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from privtrans.book.paired import paired_difference
 from privtrans.book.readouts import num, ratio, strict
 
 from . import cost_experiments as C
@@ -402,11 +403,10 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++") -> dict:
     Per (task, only-ER or only-MM): the paired 95 % t interval across seeds of
     |MERGE − teacher| − |single − teacher| on ``metric`` (positive: the single change is closer to
     the vanilla model than ER + MM), the same seed's MERGE and single model paired. A seed whose
-    MERGE or single model diverged has no pair."""
-    from privtrans.book.paired import paired_difference
-
+    MERGE or single model diverged has no pair. ``distance_by_seed``: each row's |metric − teacher's|
+    per seed, the figure's numbers."""
     _need(df.task, tasks, "Table 3 across seeds: tasks")
-    cells, by_seed = {}, {}
+    cells, by_seed, dist_by_seed = {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
         _need(d.model, ["teacher", *Q.SINGLE_CHANGE_VARIANTS], f"Table 3 across seeds, {task}")
@@ -417,9 +417,10 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++") -> dict:
                 for v in per}
         by_seed[task] = {"teacher": teacher, "seeds": [int(s) for s in seeds],
                          **{v: [per[v].get(s) for s in seeds] for v in per}}
+        dist_by_seed[task] = {"seeds": [int(s) for s in seeds], **dist}
         for v, label in SINGLE_LABELS.items():
             cells[f"{task} / {label}"] = paired_difference(dist["merge"], dist[v]).as_dict()
-    return {"single_closer": cells, "chrf_by_seed": by_seed,
+    return {"single_closer": cells, "chrf_by_seed": by_seed, "distance_by_seed": dist_by_seed,
             "n_seeds": max((c["n"] for c in cells.values()), default=0)}
 
 

@@ -63,27 +63,23 @@ def fig5_7_denominators(t: dict, relu_eps: dict | None = None, seed_teachers: li
     stabiliser moves the weights from the exact relu(x)/sum relu(x)), recorded as given."""
     import numpy as np
 
-    from .attention import PAPER_FITS
+    from .attention import LABELS, PAPER_FITS
 
     out = {"teacher_metric": num(t["metric"]), "b_within_paper": {}}
     for kind, tag in (("softmax", "softmax"), ("2quad", "quad2")):  # names must not start with a digit
         a, b = t["const"][kind]
-        pa, pb = PAPER_FITS[kind]
+        pb = PAPER_FITS[kind][1]
         out[f"{tag}_a"], out[f"{tag}_b"] = num(a), num(b)
-        out[f"{tag}_b_minus_paper"] = num(b - pb)
         bh = np.array(t["const_per_head"][kind][1], dtype=float)
         out[f"{tag}_b_spread_per_head"] = num(bh.max() - bh.min())
         if seed_teachers is not None:
             bs = [num(s["const"][kind][1]) for s in seed_teachers]
             n = len(bs)
             out[f"{tag}_b_by_seed"] = bs
-            out[f"{tag}_b_mean"] = mean(bs)
             out[f"{tag}_sublinear"] = paired_difference([1.0] * n, bs).as_dict()
-            label = "Softmax" if kind == "softmax" else "2Quad"
-            out["b_within_paper"][f"{label}: b − (paper − {CONSTANT_B_TOLERANCE})"] = paired_difference(
-                bs, [pb - CONSTANT_B_TOLERANCE] * n).as_dict()
-            out["b_within_paper"][f"{label}: (paper + {CONSTANT_B_TOLERANCE}) − b"] = paired_difference(
-                [pb + CONSTANT_B_TOLERANCE] * n, bs).as_dict()
+            label, tol = LABELS[kind], CONSTANT_B_TOLERANCE
+            out["b_within_paper"][f"{label}: b − (paper − {tol})"] = paired_difference(bs, [pb - tol] * n).as_dict()
+            out["b_within_paper"][f"{label}: (paper + {tol}) − b"] = paired_difference([pb + tol] * n, bs).as_dict()
     if relu_eps is not None:
         out["relu_eps"] = {k: (num(v) if isinstance(v, float) else v) for k, v in relu_eps.items()}
     return out

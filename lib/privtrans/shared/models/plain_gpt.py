@@ -316,20 +316,25 @@ class TinyGPT(nn.Module):
         if ids.shape[1] + n_new - 1 > self.cfg.max_len:
             raise ValueError(f"prefix {ids.shape[1]} + {n_new} new tokens exceed max_len {self.cfg.max_len}")
         emb = self.wte(ids)
+        if decoding == "er":
+            return self.lm_head(self._er_hiddens(emb, n_new, **context)).argmax(-1)
         outs = []
         for _ in range(n_new):
-            logits, h = self(inputs_embeds=emb, **context)
-            if decoding == "vanilla":
-                nxt = logits[:, -1].argmax(-1)
-                outs.append(nxt)
-                emb = torch.cat([emb, self.wte(nxt)[:, None]], 1)
-            else:
-                outs.append(h[:, -1])
-                emb = torch.cat([emb, h[:, -1:]], 1)
-        if decoding == "er":
-            return self.lm_head(torch.stack(outs, 1)).argmax(-1)
+            logits, _ = self(inputs_embeds=emb, **context)
+            nxt = logits[:, -1].argmax(-1)
+            outs.append(nxt)
+            emb = torch.cat([emb, self.wte(nxt)[:, None]], 1)
         return torch.stack(outs, 1)
 
+    def _er_hiddens(self, emb, n_new: int, **context):
+        """ER's n_new last hidden states (B, n_new, d) after the embeddings ``emb``: each is fed back
+        as the next input embedding."""
+        outs = []
+        for _ in range(n_new):
+            h = self(inputs_embeds=emb, **context)[1][:, -1:]
+            outs.append(h)
+            emb = torch.cat([emb, h], 1)
+        return torch.cat(outs, 1)
 
     @torch.no_grad()
     def step_logits(self, prefix_ids, tokens, decoding: str = "vanilla"):
@@ -349,12 +354,7 @@ class TinyGPT(nn.Module):
         if decoding == "vanilla":
             logits, _ = self(input_ids=torch.cat([prefix, toks[:-1]])[None])
             return logits[0, p - 1:]
-        emb, outs = self.wte(prefix[None]), []
-        for _ in range(n):
-            h = self(inputs_embeds=emb)[1][:, -1:]
-            outs.append(h[0, 0])
-            emb = torch.cat([emb, h], 1)
-        return self.lm_head(torch.stack(outs))
+        return self.lm_head(self._er_hiddens(self.wte(prefix[None]), n)[0])
 
 
 # ----------------------------------------------------------------------------- MM merge (Eq. 10)
