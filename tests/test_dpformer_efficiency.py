@@ -237,10 +237,11 @@ def test_measure_passes_its_configuration_to_the_child_process(monkeypatch):
     monkeypatch.setattr(eff, "run_here", fake_child)
     monkeypatch.setattr(eff.subprocess, "run", fake_run)
     res = eff.measure("paper_ghost", 31, 7, 5, d=12, steps=4, threads=2, max_entries=999.0, device="cpu")
-    assert res == {"ok": 1}                                   # the last stdout line, parsed
+    assert res == {"ok": 1, "mmap_threshold": eff.MMAP_THRESHOLD}  # the last stdout line, parsed
     assert seen["cmd"][1:3] == ["-m", "privtrans.dpformer.efficiency"]
     assert seen["args"] == ("paper_ghost", 31, 7, 5, 12, 4, 2, 999, "cpu")
     assert seen["env"]["OMP_NUM_THREADS"] == "2" and seen["env"]["MKL_NUM_THREADS"] == "2"
+    assert seen["env"]["MALLOC_MMAP_THRESHOLD_"] == str(eff.MMAP_THRESHOLD)  # glibc's, fixed: peaks repeat
     seen.clear()
     eff.measure("phantom", 31, 7, 5)
     assert "--max-entries" not in seen["cmd"] and seen["args"][-2] is None

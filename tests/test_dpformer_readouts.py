@@ -550,8 +550,18 @@ def fig3_speed(ratio=1.2):
                       "nonprivate": nonprivate}, "M": 2000, "steps_per_repeat": 3}
 
 
+def fig3_memory_rows(ratio=1.2, noise=0.02, repeats=5, Ms=(500, 1000, 2000), seed=0):
+    """Repeated extra-memory rows as efficiency.memory_repeats returns them: Phantom ``ratio`` × non-private
+    (100 MB per 500 items), each process's reading × exp(N(0, noise))."""
+    rng = np.random.default_rng(seed)
+    return [{"method": m, "M": M, "repeat": k,
+             "extra_mb": (ratio if m == "phantom" else 1.0) * 100.0 * M / 500 * math.exp(rng.normal(0.0, noise))}
+            for k in range(repeats) for M in Ms for m in ("phantom", "nonprivate")]
+
+
 def test_fig3_by_hand_and_claims():
     out = readouts.fig3_memory_speed(fig3_measured(), fig3_modelled(), isolated=True)
+    out.update(readouts.fig3_memory_vs_nonprivate(fig3_memory_rows()))
     speed = readouts.fig3_speed_vs_nonprivate(fig3_speed())
     assert speed["time_ratio_phantom_nonprivate_interleaved"]["gm"] == pytest.approx(1.2, rel=0.01)
     assert out["Ms"] == [500, 1000, 2000]
@@ -592,6 +602,63 @@ def test_fig3_magnitudes_outside_the_papers_ranges_are_contradicted():
     v = verdicts({"fig3_memory_speed": shared})
     assert v["fig3_memory_near_nonprivate"]["verdict"] == v["fig3_ghost_memory_grows_with_vocabulary"]["verdict"] \
         == "not judged"
+
+
+def test_fig3_memory_is_judged_per_M_across_repeated_processes():
+    """Every M must clear 1.5× on its interval; one M clearly above contradicts; a ratio at the line with
+    process noise is inconclusive although single processes read either side of it (the flip that one
+    process per point gave: 1.11× and 1.62× in two builds)."""
+    def judge(rows, isolated=True):
+        rec = {**readouts.fig3_memory_speed(fig3_measured(), fig3_modelled(), isolated=isolated),
+               **readouts.fig3_memory_vs_nonprivate(rows)}
+        return verdicts({"fig3_memory_speed": rec})["fig3_memory_near_nonprivate"]
+
+    rec = readouts.fig3_memory_vs_nonprivate(fig3_memory_rows(1.2))
+    assert [r["M"] for r in rec["memory_ratio_phantom_nonprivate_by_M"]] == [500, 1000, 2000]
+    assert all(r["gm"] == pytest.approx(1.2, rel=0.05) and r["repeats"] == 5 for r in rec["memory_ratio_phantom_nonprivate_by_M"])
+    assert judge(fig3_memory_rows(1.2))["verdict"] == "held"
+    high = [r if not (r["M"] == 500 and r["method"] == "phantom") else {**r, "extra_mb": r["extra_mb"] / 1.2 * 1.8}
+            for r in fig3_memory_rows(1.2)]
+    row = judge(high)
+    assert row["verdict"] == "contradicted" and "M = 500" in row["reason"], row["reason"]
+    edge_rows = fig3_memory_rows(1.5, noise=0.05, seed=3)
+    edge = judge(edge_rows)
+    assert edge["verdict"] == "inconclusive", edge["reason"]
+    by = {(r["method"], r["M"], r["repeat"]): r["extra_mb"] for r in edge_rows}
+    single = [by["phantom", M, k] / by["nonprivate", M, k] for M in (500, 1000, 2000) for k in range(5)]
+    assert min(single) < 1.5 < max(single)  # one process per point would have read either verdict
+    assert judge(fig3_memory_rows(1.2), isolated=False)["verdict"] == "not judged"
+
+
+def test_memory_repeats_measure_the_pair_again_with_the_sweeps_settings():
+    from privtrans.dpformer import efficiency as eff
+
+    rows = eff.sweep(["nonprivate", "phantom", "paper_ghost"], [20, 30], 4, 2, 8, steps=1, isolate=False)
+    rep = eff.memory_repeats(rows, 3, isolate=False)
+    assert sorted({(r["method"], r["M"]) for r in rep}) == [(m, M) for m in ("nonprivate", "phantom") for M in (20, 30)]
+    assert sorted(r["repeat"] for r in rep) == [k for k in range(3) for _ in range(4)]
+    first = {(r["method"], r["M"]): r["extra_mb"] for r in rows}
+    assert all(r["extra_mb"] == first[r["method"], r["M"]] for r in rep if r["repeat"] == 0)
+    with pytest.raises(ValueError, match="repeats must be an integer >= 2"):
+        eff.memory_repeats(rows, 1, isolate=False)
+    with pytest.raises(ValueError, match="parallel must be a positive int"):
+        eff.measure_all([], parallel=0)
+
+
+def test_measure_all_runs_each_configuration_in_its_own_process_with_the_threshold_fixed():
+    """Each configuration in a fresh interpreter, two at a time, results in order: the step's extra peak
+    is at least its logits (B·L·M float32), and the same configuration reads the same peak again."""
+    from privtrans.dpformer import efficiency as eff
+
+    configs = [dict(method=m, n_items=M, length=8, batch=4, d=8, steps=1, threads=1)
+               for M in (3000, 6000) for m in ("nonprivate", "nonprivate")]
+    rows = eff.measure_all(configs, parallel=2)
+    assert [(r["method"], r["M"]) for r in rows] == [(c["method"], c["n_items"]) for c in configs]
+    assert {r["mmap_threshold"] for r in rows} == {eff.MMAP_THRESHOLD}
+    for r in rows:
+        assert r["extra_mb"] >= 4 * 8 * r["M"] * 4 / 2**20, r
+    assert rows[0]["extra_mb"] == pytest.approx(rows[1]["extra_mb"], abs=0.5)
+    assert rows[2]["extra_mb"] == pytest.approx(rows[3]["extra_mb"], abs=0.5)
 
 
 def test_fig3_falling_speedup_fails_and_chunked_points_leave_the_fit():
@@ -938,6 +1005,7 @@ def test_every_claim_reads_only_recorded_values():
         "fig5_long_tail": readouts.fig5_long_tail(STATS, {**STATS, "density": 0.0078}),
         "claim31_phantom_exact": readouts.claim31_phantom_exact(*claim31_inputs()),
         "fig3_memory_speed": {**readouts.fig3_memory_speed(fig3_measured(), fig3_modelled(), isolated=True),
+                              **readouts.fig3_memory_vs_nonprivate(fig3_memory_rows()),
                               **readouts.fig3_speed_vs_nonprivate(fig3_speed())},
         "fig2_sharing_grid": readouts.fig2_sharing_grid(fig2_grid(seeds=(0, 1)), refs(False)),
         "table1_movielens": readouts.table1_movielens(table_runs(), table_curves(), refs(False), EPS,

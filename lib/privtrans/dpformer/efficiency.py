@@ -11,7 +11,12 @@ Memory is measured honestly by running each configuration in a fresh subprocess
 (:func:`measure`): after setup (imports, model, batch) the kernel's peak-RSS mark is reset to the
 current RSS (``/proc/self/clear_refs``), and after the warm-up and timed steps the peak (VmHWM,
 the value ``getrusage().ru_maxrss`` reports) is read; the difference is the peak extra memory of a
-training step. Timing is the median over the timed steps (after one warm-up step) of the
+training step. The subprocess runs with glibc's mmap threshold fixed (:data:`MMAP_THRESHOLD`): left
+dynamic, glibc raises it after large frees and then keeps freed blocks in the heap, so how much of a
+step's memory showed as new RSS depended on the process's allocation history (one configuration, four
+processes: 84-105 MB; Phantom / non-private at M = 2000 read 1.11 in one build and 1.62 in the next).
+Fixed, every tensor of at least that size is its own mapping, returned on free: the non-private step's
+peak then repeats within 0.3 MB, Phantom's within a few per cent (:func:`memory_repeats`). Timing is the median over the timed steps (after one warm-up step) of the
 process CPU time (``cpu_s``; robust on a machine shared with other jobs, exact for 1 thread) and of
 the wall time (``step_s``), with a fixed number of torch threads. :func:`memory_model` is the analytic count of the same.
 
@@ -41,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from privtrans.book import dry
 
 METHODS = ("nonprivate", "phantom", "paper_ghost", "opacus_ghost", "opacus_hooks")
+MMAP_THRESHOLD = 128 * 1024  # bytes: glibc's default starting value, here kept fixed (module docstring)
 
 
 def random_batch(n_items: int, length: int, batch: int, seed: int = 0):
@@ -212,11 +218,12 @@ def measure(method, n_items, length, batch, d=64, steps=3, threads=1, max_entrie
            "--device", str(device)]
     if max_entries is not None:
         cmd += ["--max-entries", str(int(max_entries))]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               MALLOC_MMAP_THRESHOLD_=str(MMAP_THRESHOLD))  # read by glibc at start: see the module docstring
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if res.returncode != 0:
         raise RuntimeError(f"{method} M={n_items} B={batch} failed:\n{res.stderr[-2000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return {**json.loads(res.stdout.strip().splitlines()[-1]), "mmap_threshold": MMAP_THRESHOLD}
 
 
 def memory_model(method: str, n_items: int, length: int, batch: int, d: int = 64,
@@ -284,26 +291,103 @@ if __name__ == "__main__":
     _main()
 
 
+def measure_all(configs: Sequence[Mapping], isolate: bool = True, parallel: int = 1) -> list[dict]:
+    """:func:`measure` (or, not isolated, :func:`run_here`) for each configuration (keyword arguments),
+    ``parallel`` fresh interpreters at a time, results in the order given. A peak RSS belongs to its own
+    process whatever runs beside it; CPU time does not count waiting for a core, though two processes
+    side by side share the cache. (Forking each process from one server that imported torch once would
+    measure a configuration in about 1.5 s instead of 5, but a forked child timed Phantom / non-private at 1.48-1.54×
+    where fresh interpreters gave 1.25-1.38×, and read 2-3 MB more extra memory: not the same measurement.)"""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a positive int (processes at a time), got {parallel!r}")
+    if not isolate:  # one process: nothing to run side by side
+        return [run_here(**c) for c in configs]
+    from concurrent.futures import ThreadPoolExecutor  # the threads only wait on the child processes
+
+    with ThreadPoolExecutor(parallel) as pool:
+        return list(pool.map(lambda c: measure(**c), configs))
+
+
 def sweep(methods, Ms, length, batch, d=64, steps=3, threads=1, isolate=True,
-          ghost_cap: float | None = None) -> list[dict]:
+          ghost_cap: float | None = None, parallel: int = 1) -> list[dict]:
     """Measure every (method, M). The paper-style Ghost builds its B·M² terms in groups of at most
     `ghost_cap` entries when B·M² exceeds it (row flagged ``chunked``; its memory then is capped)."""
-    rows = []
+    configs = []
     for m_items in Ms:
         for method in methods:
             cap = None
             if method == "paper_ghost" and ghost_cap is not None and batch * (m_items + 1) ** 2 > float(ghost_cap):
                 cap = int(float(ghost_cap))
             n_steps = min(steps, 2) if method == "paper_ghost" else steps
-            if isolate:
-                r = measure(method, m_items, length, batch, d, n_steps, threads, cap)
-            else:
-                r = run_here(method, m_items, length, batch, d, n_steps, threads, cap)
-            r["chunked"] = cap is not None
-            r["isolated"] = isolate
-            r["model_mb"] = memory_model(method, m_items, length, batch, d)["total_bytes"] / 2**20
-            rows.append(r)
+            configs.append(dict(method=method, n_items=m_items, length=length, batch=batch, d=d, steps=n_steps,
+                                threads=threads, max_entries=cap))
+    rows = measure_all(configs, isolate, parallel)
+    for c, r in zip(configs, rows):
+        r["chunked"] = c["max_entries"] is not None
+        r["isolated"] = isolate
+        r["model_mb"] = memory_model(c["method"], c["n_items"], length, batch, d)["total_bytes"] / 2**20
     return rows
+
+
+def memory_repeats(sweep_rows: Sequence[Mapping], repeats: int, isolate: bool = True, parallel: int = 1,
+                   pair: Sequence[str] = ("phantom", "nonprivate")) -> list[dict]:
+    """Phantom's and the non-private step's extra peak memory measured ``repeats`` times at every M of
+    the sweep: the sweep's own rows are repeat 0, each further repeat a fresh process per (method, M)
+    with the sweep's settings. Even with glibc's threshold fixed, Phantom's peak varies by a few per
+    cent between processes (M = 4000: 75.7, 79.7, 80.2 MB), and its ratio to the non-private peak lies
+    near the 1.5× the claim tests, so one process per point cannot settle it."""
+    _check_repeats(repeats)
+    first = [r for r in sweep_rows if r["method"] in pair]
+    if not first:
+        raise ValueError(f"the sweep has no row of {list(pair)}")
+    configs = [dict(method=r["method"], n_items=r["M"], length=r["L"], batch=r["B"], d=r["d"],
+                    steps=len(r["step_s_all"]), threads=r["threads"]) for r in first]
+    rows = [{"method": r["method"], "M": r["M"], "repeat": 0, "extra_mb": r["extra_mb"]} for r in first]
+    for rep in dry.loop(range(1, repeats), "memory repeats"):  # a dry run measures one more repeat
+        rows += [{"method": c["method"], "M": c["n_items"], "repeat": rep, "extra_mb": r["extra_mb"]}
+                 for c, r in zip(configs, measure_all(configs, isolate, parallel))]
+    return rows
+
+
+def memory_vs_nonprivate(rows: Sequence[Mapping], *, max_ratio: float = 1.5, confidence: float = 0.95,
+                         pair: Sequence[str] = ("phantom", "nonprivate")) -> dict:
+    """Phantom's extra peak memory against the non-private step's, per M, across repeated processes.
+
+    Per M the paired t interval (:func:`~privtrans.book.paired.paired_difference`, repeats paired by
+    index) of log(extra_nonprivate) − log(extra_phantom) against the margin −log(max_ratio), the form
+    of :func:`speed_vs_nonprivate`: it clears the margin when the ratio's interval lies below
+    ``max_ratio``. Extra memory is clipped at 1 MB, as in :func:`ratio_table`. Returns
+    ``phantom_log_memory_vs_nonprivate`` ({"M = …": interval}), ``memory_ratio_phantom_nonprivate_by_M``
+    ([{M, gm, lo, hi, repeats}]) and ``memory_repeats_extra_mb`` ({method: {M: [MB per repeat]}})."""
+    if not (isinstance(max_ratio, (int, float)) and not isinstance(max_ratio, bool)
+            and math.isfinite(max_ratio) and max_ratio > 0):
+        raise ValueError(f"max_ratio must be a positive number, got {max_ratio!r}")
+    private, reference = pair
+    extra: dict[str, dict[int, dict[int, float]]] = {private: {}, reference: {}}
+    for r in rows:
+        if r["method"] in extra:
+            extra[r["method"]].setdefault(int(r["M"]), {})[int(r["repeat"])] = max(float(r["extra_mb"]), 1.0)
+    Ms = sorted(set(extra[private]) | set(extra[reference]))
+    if not Ms:
+        raise ValueError(f"no measured row of {list(pair)}")
+    from privtrans.book.paired import paired_difference
+
+    cells, by_M = {}, []
+    for M in Ms:
+        reps = sorted(set(extra[private].get(M, {})) | set(extra[reference].get(M, {})))
+        tp = [extra[private].get(M, {}).get(k) for k in reps]
+        tr = [extra[reference].get(M, {}).get(k) for k in reps]
+        p = paired_difference([None if x is None else math.log(x) for x in tr],
+                              [None if x is None else math.log(x) for x in tp],
+                              margin=-math.log(max_ratio), confidence=confidence)
+        cells[f"M = {M}"] = p.as_dict()
+        by_M.append({"M": M, "gm": None if p.mean is None else math.exp(-p.mean),
+                     "lo": None if p.hi is None else math.exp(-p.hi), "hi": None if p.lo is None else math.exp(-p.lo),
+                     "repeats": p.n, "max_ratio": float(max_ratio)})
+    return {"phantom_log_memory_vs_nonprivate": cells,
+            "memory_ratio_phantom_nonprivate_by_M": by_M,
+            "memory_repeats_extra_mb": {m: {str(M): [v[k] for k in sorted(v)] for M, v in per.items()}
+                                        for m, per in extra.items()}}
 
 
 def modelled_max_batch_table(methods, Ms, length: int, budget_gb: float, d: int = 64):

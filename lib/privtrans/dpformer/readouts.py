@@ -126,6 +126,13 @@ def fig3_memory_speed(measured: pd.DataFrame, modelled: pd.DataFrame, isolated: 
     }
 
 
+def fig3_memory_vs_nonprivate(rows) -> dict:
+    """Phantom's extra peak memory against the non-private step's, per M, across repeated processes
+    (``efficiency.memory_repeats``): per M the paired t interval of log(extra_nonprivate / extra_phantom)
+    against −log 1.5, and the geometric-mean ratio with its interval (``efficiency.memory_vs_nonprivate``)."""
+    return efficiency.memory_vs_nonprivate(list(rows))
+
+
 def fig3_speed_vs_nonprivate(run: dict) -> dict:
     """Phantom's step time against the non-private step's, timed in interleaved repeats
     (``efficiency.interleaved_speed``): the paired t interval over the repeats of the log speed ratio
