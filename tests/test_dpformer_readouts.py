@@ -634,18 +634,18 @@ def test_memory_repeats_measure_the_pair_again_with_the_sweeps_settings():
     from privtrans.dpformer import efficiency as eff
 
     rows = eff.sweep(["nonprivate", "phantom", "paper_ghost"], [20, 30], 4, 2, 8, steps=1, isolate=False)
-    rep = eff.memory_repeats(rows, 3, isolate=False)
+    rep = eff.memory_repeats(rows, 3)  # in this process, as the sweep ran
     assert sorted({(r["method"], r["M"]) for r in rep}) == [(m, M) for m in ("nonprivate", "phantom") for M in (20, 30)]
     assert sorted(r["repeat"] for r in rep) == [k for k in range(3) for _ in range(4)]
     first = {(r["method"], r["M"]): r["extra_mb"] for r in rows}
     assert all(r["extra_mb"] == first[r["method"], r["M"]] for r in rep if r["repeat"] == 0)
     with pytest.raises(ValueError, match="repeats must be an integer >= 2"):
-        eff.memory_repeats(rows, 1, isolate=False)
+        eff.memory_repeats(rows, 1)
     with pytest.raises(ValueError, match="parallel must be a positive int"):
         eff.measure_all([], parallel=0)
 
 
-def test_measure_all_runs_each_configuration_in_its_own_process_with_the_threshold_fixed():
+def test_measure_all_runs_each_configuration_in_its_own_process_and_a_peak_repeats():
     """Each configuration in a fresh interpreter, two at a time, results in order: the step's extra peak
     is at least its logits (B·L·M float32), and the same configuration reads the same peak again."""
     from privtrans.dpformer import efficiency as eff

@@ -13,10 +13,11 @@ current RSS (``/proc/self/clear_refs``), and after the warm-up and timed steps t
 the value ``getrusage().ru_maxrss`` reports) is read; the difference is the peak extra memory of a
 training step. The subprocess runs with glibc's mmap threshold fixed (:data:`MMAP_THRESHOLD`): left
 dynamic, glibc raises it after large frees and then keeps freed blocks in the heap, so how much of a
-step's memory showed as new RSS depended on the process's allocation history (one configuration, four
-processes: 84-105 MB; Phantom / non-private at M = 2000 read 1.11 in one build and 1.62 in the next).
-Fixed, every tensor of at least that size is its own mapping, returned on free: the non-private step's
-peak then repeats within 0.3 MB, Phantom's within a few per cent (:func:`memory_repeats`). Timing is the median over the timed steps (after one warm-up step) of the
+step's memory showed as new RSS depended on the process's allocation history (one configuration,
+eight processes: 83-105 MB; Phantom / non-private at M = 2000 read 1.11 in one build and 1.62 in the
+next). Fixed, every tensor of at least that size is its own mapping, returned on free: the
+non-private step's peak then repeats within 0.3 MB, Phantom's within a few per cent
+(:func:`memory_repeats`). Timing is the median over the timed steps (after one warm-up step) of the
 process CPU time (``cpu_s``; robust on a machine shared with other jobs, exact for 1 thread) and of
 the wall time (``step_s``), with a fixed number of torch threads. :func:`memory_model` is the analytic count of the same.
 
@@ -46,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from privtrans.book import dry
 
 METHODS = ("nonprivate", "phantom", "paper_ghost", "opacus_ghost", "opacus_hooks")
+SPEED_PAIR = ("phantom", "nonprivate")  # what the speed and memory claims compare: Phantom, its reference
 MMAP_THRESHOLD = 128 * 1024  # bytes: glibc's default starting value, here kept fixed (module docstring)
 
 
@@ -329,17 +331,17 @@ def sweep(methods, Ms, length, batch, d=64, steps=3, threads=1, isolate=True,
     return rows
 
 
-def memory_repeats(sweep_rows: Sequence[Mapping], repeats: int, isolate: bool = True, parallel: int = 1,
-                   pair: Sequence[str] = ("phantom", "nonprivate")) -> list[dict]:
+def memory_repeats(sweep_rows: Sequence[Mapping], repeats: int, parallel: int = 1) -> list[dict]:
     """Phantom's and the non-private step's extra peak memory measured ``repeats`` times at every M of
     the sweep: the sweep's own rows are repeat 0, each further repeat a fresh process per (method, M)
-    with the sweep's settings. Even with glibc's threshold fixed, Phantom's peak varies by a few per
+    with the sweep's settings (in this process where the sweep's were). Even with glibc's threshold fixed, Phantom's peak varies by a few per
     cent between processes (M = 4000: 75.7, 79.7, 80.2 MB), and its ratio to the non-private peak lies
     near the 1.5× the claim tests, so one process per point cannot settle it."""
     _check_repeats(repeats)
-    first = [r for r in sweep_rows if r["method"] in pair]
+    first = [r for r in sweep_rows if r["method"] in SPEED_PAIR]
     if not first:
-        raise ValueError(f"the sweep has no row of {list(pair)}")
+        raise ValueError(f"the sweep has no row of {list(SPEED_PAIR)}")
+    isolate = all(r["isolated"] for r in first)
     configs = [dict(method=r["method"], n_items=r["M"], length=r["L"], batch=r["B"], d=r["d"],
                     steps=len(r["step_s_all"]), threads=r["threads"]) for r in first]
     rows = [{"method": r["method"], "M": r["M"], "repeat": 0, "extra_mb": r["extra_mb"]} for r in first]
@@ -349,8 +351,7 @@ def memory_repeats(sweep_rows: Sequence[Mapping], repeats: int, isolate: bool = 
     return rows
 
 
-def memory_vs_nonprivate(rows: Sequence[Mapping], *, max_ratio: float = 1.5, confidence: float = 0.95,
-                         pair: Sequence[str] = ("phantom", "nonprivate")) -> dict:
+def memory_vs_nonprivate(rows: Sequence[Mapping], *, max_ratio: float = 1.5, confidence: float = 0.95) -> dict:
     """Phantom's extra peak memory against the non-private step's, per M, across repeated processes.
 
     Per M the paired t interval (:func:`~privtrans.book.paired.paired_difference`, repeats paired by
@@ -359,17 +360,15 @@ def memory_vs_nonprivate(rows: Sequence[Mapping], *, max_ratio: float = 1.5, con
     ``max_ratio``. Extra memory is clipped at 1 MB, as in :func:`ratio_table`. Returns
     ``phantom_log_memory_vs_nonprivate`` ({"M = …": interval}), ``memory_ratio_phantom_nonprivate_by_M``
     ([{M, gm, lo, hi, repeats}]) and ``memory_repeats_extra_mb`` ({method: {M: [MB per repeat]}})."""
-    if not (isinstance(max_ratio, (int, float)) and not isinstance(max_ratio, bool)
-            and math.isfinite(max_ratio) and max_ratio > 0):
-        raise ValueError(f"max_ratio must be a positive number, got {max_ratio!r}")
-    private, reference = pair
+    _check_ratio(max_ratio, "max_ratio")
+    private, reference = SPEED_PAIR
     extra: dict[str, dict[int, dict[int, float]]] = {private: {}, reference: {}}
     for r in rows:
         if r["method"] in extra:
             extra[r["method"]].setdefault(int(r["M"]), {})[int(r["repeat"])] = max(float(r["extra_mb"]), 1.0)
     Ms = sorted(set(extra[private]) | set(extra[reference]))
     if not Ms:
-        raise ValueError(f"no measured row of {list(pair)}")
+        raise ValueError(f"no measured row of {list(SPEED_PAIR)}")
     from privtrans.book.paired import paired_difference
 
     cells, by_M = {}, []
@@ -381,9 +380,7 @@ def memory_vs_nonprivate(rows: Sequence[Mapping], *, max_ratio: float = 1.5, con
                               [None if x is None else math.log(x) for x in tp],
                               margin=-math.log(max_ratio), confidence=confidence)
         cells[f"M = {M}"] = p.as_dict()
-        by_M.append({"M": M, "gm": None if p.mean is None else math.exp(-p.mean),
-                     "lo": None if p.hi is None else math.exp(-p.hi), "hi": None if p.lo is None else math.exp(-p.lo),
-                     "repeats": p.n, "max_ratio": float(max_ratio)})
+        by_M.append({"M": M, **_ratio_interval(p), "max_ratio": float(max_ratio)})
     return {"phantom_log_memory_vs_nonprivate": cells,
             "memory_ratio_phantom_nonprivate_by_M": by_M,
             "memory_repeats_extra_mb": {m: {str(M): [v[k] for k in sorted(v)] for M, v in per.items()}
@@ -440,7 +437,18 @@ def loglog_slope(x, y) -> float:
 
 
 # ------------------------------------------------------------------ Phantom's speed vs non-private
-SPEED_PAIR = ("phantom", "nonprivate")  # the two methods of the speed claim: Phantom, its reference
+def _check_ratio(value, name: str) -> None:
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _ratio_interval(p) -> dict:
+    """Phantom / reference as a ratio, from the paired interval of log(reference) − log(Phantom): the
+    geometric mean and its interval (None where the interval has no value), and the repeats."""
+    def ratio(x):
+        return None if x is None else math.exp(-x)
+
+    return {"gm": ratio(p.mean), "lo": ratio(p.hi), "hi": ratio(p.lo), "repeats": p.n}
 
 
 def _check_repeats(repeats) -> int:
@@ -547,9 +555,7 @@ def speed_vs_nonprivate(run: Mapping, *, max_time_ratio: float = 1.5, confidence
         raise ValueError("run must be interleaved_speed's result, a mapping with the per-repeat 'times' of "
                          f"each method; got {type(run).__name__}")
     times = run["times"]
-    if not (isinstance(max_time_ratio, (int, float)) and not isinstance(max_time_ratio, bool)
-            and math.isfinite(max_time_ratio) and max_time_ratio > 0):
-        raise ValueError(f"max_time_ratio must be a positive number, got {max_time_ratio!r}")
+    _check_ratio(max_time_ratio, "max_time_ratio")
     private, reference = SPEED_PAIR
     for m in (private, reference):
         if m not in times:
@@ -569,8 +575,7 @@ def speed_vs_nonprivate(run: Mapping, *, max_time_ratio: float = 1.5, confidence
     return {
         "phantom_log_speed_vs_nonprivate": p.as_dict(),
         "time_ratio_phantom_nonprivate_interleaved": {
-            "gm": math.exp(-p.mean), "lo": math.exp(-p.hi), "hi": math.exp(-p.lo), "repeats": p.n,
-            "confidence": confidence, "max_time_ratio": float(max_time_ratio)},
+            **_ratio_interval(p), "confidence": confidence, "max_time_ratio": float(max_time_ratio)},
         "speed_times": {private: [float(t) for t in tp], reference: [float(t) for t in tr]},
         "speed_run": {k: v for k, v in run.items() if k != "times"},
     }
