@@ -271,6 +271,31 @@ def test_sweep_in_process_bookkeeping(keep_threads):
     assert torch.get_num_threads() == 1  # the configured thread count is what was timed
 
 
+def test_sweep_measures_a_method_of_Ms_for_only_at_its_Ms_and_the_ratios_leave_the_gaps_empty(keep_threads):
+    Ms, methods = (9, 12, 15), ("nonprivate", "phantom", "paper_ghost", "opacus_hooks")
+    rows = eff.sweep(methods, Ms, 4, 2, 8, steps=1, isolate=False, Ms_for={"opacus_hooks": [9, 15]})
+    assert [(r["M"], r["method"]) for r in rows] == [(M, m) for M in Ms for m in methods
+                                                     if not (m == "opacus_hooks" and M == 12)]
+    ratios = eff.ratio_table(pd.DataFrame(rows + [dict(r, method="opacus_ghost") for r in rows
+                                                  if r["method"] == "opacus_hooks"]))
+    hooks = ratios["time: opacus hooks / Phantom"]
+    assert math.isnan(hooks.loc[12]) and hooks.loc[[9, 15]].notna().all()
+    assert ratios["time: paper Ghost / Phantom"].notna().all()     # the claims' ratios are whole
+    for bad in ({"opacus_hooks": [10]}, {"opacus_ghost": [9]}, {"opacus_hooks": []}):
+        with pytest.raises(ValueError, match="a method of .* and a non-empty subset of Ms"):
+            eff.sweep(methods, Ms, 4, 2, 8, steps=1, isolate=False, Ms_for=bad)
+
+
+def test_measure_all_runs_the_longest_configurations_first_and_returns_them_in_order(monkeypatch):
+    started = []
+    monkeypatch.setattr(eff, "measure", lambda **c: started.append((c["method"], c["n_items"])) or dict(c))
+    configs = [dict(method=m, n_items=M, length=4, batch=2) for M in (100, 400) for m in
+               ("nonprivate", "phantom", "paper_ghost")]
+    assert eff.measure_all(configs, parallel=1) == configs
+    assert started == [("paper_ghost", 400), ("paper_ghost", 100), ("phantom", 400), ("phantom", 100),
+                       ("nonprivate", 400), ("nonprivate", 100)]
+
+
 # ----------------------------------------------------------------------------------- Phantom vs non-private speed
 # The claim fig3_phantom_speed_near_nonprivate is judged on the paired t interval of the log time ratio across
 # interleaved repeats, not on one ratio (two builds read 2.57× and 1.39× off single timings).
@@ -345,11 +370,19 @@ def test_time_interleaved_times_each_round_in_that_order_after_the_warm_up():
     assert out["times"]["nonprivate"][1] == pytest.approx(1.0 + 0.01 * 9)   # round 1: non-private first, k = 8..10
 
 
-def _run(ratio, noise=0.0, repeats=10, seed=0, steps_per_repeat=1):
+def _run(ratio, noise=0.0, repeats=10, seed=0, steps_per_repeat=1, rng=None):
     """Fake interleaved timings: non-private 1 s a step, Phantom ``ratio`` s, each step × exp(N(0, noise))."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed) if rng is None else rng
     clock = FakeClock(lambda m, k: (ratio if m == "phantom" else 1.0) * math.exp(rng.normal(0.0, noise)))
     return dict(eff.time_interleaved(clock.steps(), repeats, steps_per_repeat, clock=clock), M=4000)
+
+
+def _processes(ratio, noise=0.0, processes=6, repeats=4, seed=0, steps_per_repeat=1, process_sd=0.0):
+    """Fake runs of efficiency.speed_processes: each process's Phantom / non-private ratio is ``ratio``
+    × exp(N(0, process_sd)), then its rounds are :func:`_run`'s."""
+    rng = np.random.default_rng(seed)
+    return [_run(ratio * math.exp(rng.normal(0.0, process_sd)), noise, repeats, steps_per_repeat=steps_per_repeat,
+                 rng=rng) for _ in range(processes)]
 
 
 def test_the_recorded_interval_is_the_paired_difference_of_the_log_times():
@@ -368,27 +401,62 @@ def test_the_recorded_interval_is_the_paired_difference_of_the_log_times():
     ratios = [p / n for p, n in zip(t["phantom"], t["nonprivate"])]   # the geometric mean of the per-round ratios
     assert r["gm"] == pytest.approx(statistics.geometric_mean(ratios)) and r["lo"] < r["gm"] < r["hi"]
     assert rec["speed_run"]["order"] == run["order"] and rec["speed_run"]["step_times"] == run["step_times"]
-    # the claim reads that interval with the threshold −log 1.5 (the claim's margin is the function's default)
+
+
+def test_processes_are_the_unit_the_claim_is_judged_across():
+    """pool_processes: a process's time per method is the geometric mean of its rounds, so the recorded
+    interval is the paired t interval across processes of each process's mean log ratio; the claim reads
+    it with the threshold −log 1.5 (its margin is the function's default)."""
+    from privtrans.book.paired import paired_difference
+
+    runs = _processes(1.3, noise=0.1, processes=5, repeats=3, seed=4, steps_per_repeat=3, process_sd=0.05)
+    pooled = eff.pool_processes(runs)
+    for m in eff.SPEED_PAIR:
+        assert pooled["times"][m] == pytest.approx([statistics.geometric_mean(r["times"][m]) for r in runs])
+    rec = eff.speed_vs_nonprivate(pooled)
+    per_process = [statistics.fmean(math.log(n) - math.log(p) for p, n in zip(r["times"]["phantom"], r["times"]["nonprivate"]))
+                   for r in runs]
+    want = paired_difference(per_process, [0.0] * 5, margin=-LOG_1_5)
+    got = rec["phantom_log_speed_vs_nonprivate"]
+    assert got["n"] == 5 and (got["mean"], got["lo"], got["hi"]) == pytest.approx((want.mean, want.lo, want.hi))
+    assert rec["time_ratio_phantom_nonprivate_interleaved"]["repeats"] == 5
+    assert rec["speed_run"]["repeats_per_process"] == [3] * 5 and rec["speed_run"]["steps_per_repeat"] == 3
+    assert [p["step_times"] for p in rec["speed_run"]["processes"]] == [r["step_times"] for r in runs]
     row = _claim(rec)
     assert row["margin"] == pytest.approx(-LOG_1_5)
-    assert row["cells"][""] == {k: want.as_dict()[k] for k in ("mean", "lo", "hi", "n")}
+    assert row["cells"][""] == {k: got[k] for k in ("mean", "lo", "hi", "n")}
     assert row["verdict"] == ("held" if want.lo > -LOG_1_5 else "contradicted" if want.hi <= -LOG_1_5
                               else "inconclusive")
+    assert "5 processes, each over 3 interleaved rounds of the median of 3 step(s)) at M = 4000" in row["value"]
 
 
 def test_the_claim_is_held_contradicted_or_inconclusive_by_the_interval():
-    held = _claim(eff.speed_vs_nonprivate(_run(1.2, noise=0.05, seed=1)))
+    rec = eff.speed_vs_nonprivate(eff.pool_processes(_processes(1.2, noise=0.05, seed=1)))
+    held = _claim(rec)
     assert held["verdict"] == "held", held["reason"]
-    assert "1.2" in held["value"] and "10 interleaved repeats" in held["value"]
-    slow = _claim(eff.speed_vs_nonprivate(_run(2.0, noise=0.05, seed=1)))
+    gm = rec["time_ratio_phantom_nonprivate_interleaved"]["gm"]
+    assert gm == pytest.approx(1.2, rel=0.05) and f"step time {gm:.2f}×" in held["value"] and "6 processes" in held["value"]
+    slow = _claim(eff.speed_vs_nonprivate(eff.pool_processes(_processes(2.0, noise=0.05, seed=1))))
     assert slow["verdict"] == "contradicted", slow["reason"]
-    # a ratio right at the threshold, with noise: one round's ratio may read either side, the interval both
-    edge_run = _run(1.5, noise=0.15, seed=2)
-    edge = _claim(eff.speed_vs_nonprivate(edge_run))
+    # a ratio right at the threshold, with noise: one process's ratio may read either side, the interval both
+    edge_runs = _processes(1.5, noise=0.05, seed=2, process_sd=0.1)
+    edge = _claim(eff.speed_vs_nonprivate(eff.pool_processes(edge_runs)))
     assert edge["verdict"] == "inconclusive", edge["reason"]
-    ratios = [p / n for p, n in zip(edge_run["times"]["phantom"], edge_run["times"]["nonprivate"])]
-    assert min(ratios) < 1.5 < max(ratios)      # a single timing would have flipped the verdict
-    assert _claim(eff.speed_vs_nonprivate(_run(1.2, noise=0.05, seed=1)), profile="smoke")["verdict"] == "not judged"
+    ratios = [p / n for p, n in zip(*eff.pool_processes(edge_runs)["times"].values())]
+    assert min(ratios) < 1.5 < max(ratios)      # a single process would have flipped the verdict
+    assert _claim(eff.speed_vs_nonprivate(eff.pool_processes(_processes(1.2, noise=0.05, seed=1))),
+                  profile="smoke")["verdict"] == "not judged"
+
+
+def test_rounds_in_one_process_cannot_stand_for_processes():
+    """Why the process is the unit: with a process effect (each process's ratio × exp(N(0, 0.1))) and
+    quiet rounds, each process's own interval across its rounds is narrow and reads held or contradicted
+    by which process it was, while the interval across the processes is inconclusive."""
+    runs = _processes(1.45, noise=0.01, processes=6, repeats=4, seed=0, process_sd=0.1)
+    alone = {eff.speed_vs_nonprivate(r)["phantom_log_speed_vs_nonprivate"]["held"] for r in runs}
+    assert alone == {True, False}
+    p = eff.speed_vs_nonprivate(eff.pool_processes(runs))["phantom_log_speed_vs_nonprivate"]
+    assert p["lo"] < -LOG_1_5 < p["hi"], p
 
 
 def test_identical_workloads_are_not_held_faster_and_interleaving_cancels_a_drift():
@@ -460,6 +528,12 @@ def test_speed_inputs_that_cannot_give_an_interval_are_refused():
         eff.speed_vs_nonprivate({"times": {"phantom": [1.0, 1.1], "nonprivate": [1.0, 1.0]}}, max_time_ratio=0)
     with pytest.raises(ValueError, match="per-repeat 'times'"):
         eff.speed_vs_nonprivate([1.0, 1.1])
+    with pytest.raises(ValueError, match="runs must be a non-empty list"):
+        eff.pool_processes(_run(1.2, repeats=2))            # one run, not a list of them
+    with pytest.raises(ValueError, match="each run needs positive per-round times of 'nonprivate'"):
+        eff.pool_processes([{"times": {"phantom": [1.0, 1.1]}}])
+    with pytest.raises(ValueError, match="repeats must be an integer >= 2 .* got 1"):  # one process: no interval
+        eff.speed_processes(10, 4, 2, 8, processes=1, repeats=2, steps_per_repeat=1)
 
 
 def test_interleaved_speed_times_real_steps_with_the_thread_count_restored(keep_threads):
@@ -471,3 +545,16 @@ def test_interleaved_speed_times_real_steps_with_the_thread_count_restored(keep_
     assert all(len(out["times"][m]) == 3 and min(out["times"][m]) > 0 for m in eff.SPEED_PAIR)
     rec = eff.speed_vs_nonprivate(out)
     assert rec["speed_run"]["M"] == 30 and rec["phantom_log_speed_vs_nonprivate"]["n"] == 3
+
+
+def test_speed_processes_time_the_pair_in_fresh_interpreters():
+    """Two processes at a time, each running the command line's interleaved timing with glibc's
+    threshold fixed; pooled, the interval has one point per process."""
+    runs = eff.speed_processes(30, 6, 4, 8, processes=2, repeats=3, steps_per_repeat=1, parallel=2)
+    assert len(runs) == 2 and {r["mmap_threshold"] for r in runs} == {eff.MMAP_THRESHOLD}
+    for r in runs:
+        assert (r["M"], r["L"], r["B"], r["d"], r["threads"]) == (30, 6, 4, 8, 1)
+        assert r["order"] == [list(p) for p in eff.interleaved_order(3)]
+        assert all(len(r["times"][m]) == 3 and min(r["times"][m]) > 0 for m in eff.SPEED_PAIR)
+    rec = eff.speed_vs_nonprivate(eff.pool_processes(runs))
+    assert rec["phantom_log_speed_vs_nonprivate"]["n"] == 2 and rec["speed_run"]["repeats_per_process"] == [3, 3]

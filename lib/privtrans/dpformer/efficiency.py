@@ -48,6 +48,7 @@ from privtrans.book import dry
 
 METHODS = ("nonprivate", "phantom", "paper_ghost", "opacus_ghost", "opacus_hooks")
 SPEED_PAIR = ("phantom", "nonprivate")  # what the speed and memory claims compare: Phantom, its reference
+SPEED_TIMING = "speed"  # the command line's method that runs interleaved_speed (speed_processes' children)
 MMAP_THRESHOLD = 128 * 1024  # bytes: glibc's default starting value, here kept fixed (module docstring)
 
 
@@ -212,20 +213,26 @@ def run_here(method, n_items, length, batch, d=64, steps=3, threads=1, max_entri
                 rss_peak_mb=peak, extra_mb=peak - rss_setup)
 
 
+def _child(cmd: list[str], threads: int, timeout: float, what: str) -> dict:
+    """Run this module's command line in a fresh interpreter with ``threads`` BLAS threads and glibc's
+    mmap threshold fixed (read by glibc at start: see the module docstring); its last stdout line is JSON."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
+               MALLOC_MMAP_THRESHOLD_=str(MMAP_THRESHOLD))
+    res = subprocess.run([sys.executable, "-m", "privtrans.dpformer.efficiency", *cmd], capture_output=True,
+                         text=True, env=env, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{res.stderr[-2000:]}")
+    return {**json.loads(res.stdout.strip().splitlines()[-1]), "mmap_threshold": MMAP_THRESHOLD}
+
+
 def measure(method, n_items, length, batch, d=64, steps=3, threads=1, max_entries=None,
             timeout=600, device="cpu") -> dict:
     """:func:`run_here` in a fresh Python process, so peak RSS belongs to this configuration only."""
-    cmd = [sys.executable, "-m", "privtrans.dpformer.efficiency", method, str(n_items), str(length),
-           str(batch), "--d", str(d), "--steps", str(steps), "--threads", str(threads),
-           "--device", str(device)]
+    cmd = [method, str(n_items), str(length), str(batch), "--d", str(d), "--steps", str(steps),
+           "--threads", str(threads), "--device", str(device)]
     if max_entries is not None:
         cmd += ["--max-entries", str(int(max_entries))]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-               MALLOC_MMAP_THRESHOLD_=str(MMAP_THRESHOLD))  # read by glibc at start: see the module docstring
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    if res.returncode != 0:
-        raise RuntimeError(f"{method} M={n_items} B={batch} failed:\n{res.stderr[-2000:]}")
-    return {**json.loads(res.stdout.strip().splitlines()[-1]), "mmap_threshold": MMAP_THRESHOLD}
+    return _child(cmd, threads, timeout, f"{method} M={n_items} B={batch}")
 
 
 def memory_model(method: str, n_items: int, length: int, batch: int, d: int = 64,
@@ -274,8 +281,9 @@ def max_batch(method: str, n_items: int, length: int, budget_bytes: float = 16e9
 
 
 def _main(argv=None):
-    ap = argparse.ArgumentParser(description="time and measure one Figure-3 configuration")
-    ap.add_argument("method", choices=METHODS)
+    ap = argparse.ArgumentParser(description="time and measure one Figure-3 configuration, or (method "
+                                             f"{SPEED_TIMING!r}) time {' against '.join(SPEED_PAIR)} interleaved")
+    ap.add_argument("method", choices=METHODS + (SPEED_TIMING,))
     ap.add_argument("M", type=int)
     ap.add_argument("L", type=int)
     ap.add_argument("B", type=int)
@@ -284,13 +292,16 @@ def _main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-entries", type=int, default=None)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--repeats", type=int, default=2, help=f"{SPEED_TIMING}: interleaved rounds")
+    ap.add_argument("--steps-per-repeat", type=int, default=1, help=f"{SPEED_TIMING}: timed steps per round")
+    ap.add_argument("--seed", type=int, default=0, help=f"{SPEED_TIMING}: the batch's and models' seed")
     a = ap.parse_args(argv)
+    if a.method == SPEED_TIMING:
+        print(json.dumps(interleaved_speed(a.M, a.L, a.B, a.d, repeats=a.repeats, steps_per_repeat=a.steps_per_repeat,
+                                           threads=a.threads, seed=a.seed)))
+        return
     print(json.dumps(run_here(a.method, a.M, a.L, a.B, a.d, a.steps, a.threads, a.max_entries,
                               a.device)))
-
-
-if __name__ == "__main__":
-    _main()
 
 
 def measure_all(configs: Sequence[Mapping], isolate: bool = True, parallel: int = 1) -> list[dict]:
@@ -306,17 +317,37 @@ def measure_all(configs: Sequence[Mapping], isolate: bool = True, parallel: int 
         return [run_here(**c) for c in configs]
     from concurrent.futures import ThreadPoolExecutor  # the threads only wait on the child processes
 
+    # longest first (the paper-style Ghost's B·M² steps, then the methods that import opacus), so that no
+    # long process is left running alone at the end while the other core idles
+    order = sorted(range(len(configs)), key=lambda i: _expected_cost(configs[i]), reverse=True)
     with ThreadPoolExecutor(parallel) as pool:
-        return list(pool.map(lambda c: measure(**c), configs))
+        done = dict(zip(order, pool.map(lambda i: measure(**configs[i]), order)))
+    return [done[i] for i in range(len(configs))]
+
+
+def _expected_cost(c: Mapping) -> tuple:
+    """A sort key for how long :func:`measure` of a configuration runs (measured at ci shapes: paper-style
+    Ghost 12-30 s at M = 2000-4000, the methods that import opacus about 9.5 s, non-private 5.5 s)."""
+    ghost = c["method"] == "paper_ghost"
+    return (c["batch"] * c["n_items"] ** 2 if ghost else 0, c["method"] != "nonprivate", c["n_items"])
 
 
 def sweep(methods, Ms, length, batch, d=64, steps=3, threads=1, isolate=True,
-          ghost_cap: float | None = None, parallel: int = 1) -> list[dict]:
-    """Measure every (method, M). The paper-style Ghost builds its B·M² terms in groups of at most
+          ghost_cap: float | None = None, parallel: int = 1,
+          Ms_for: Mapping[str, Sequence[int]] | None = None) -> list[dict]:
+    """Measure every (method, M), except that a method named in ``Ms_for`` is measured only at the Ms it
+    lists (a subset of ``Ms``). The paper-style Ghost builds its B·M² terms in groups of at most
     `ghost_cap` entries when B·M² exceeds it (row flagged ``chunked``; its memory then is capped)."""
+    Ms_for = dict(Ms_for or {})
+    for method, at in Ms_for.items():
+        if method not in methods or not at or not set(at) <= set(Ms):
+            raise ValueError(f"Ms_for[{method!r}] = {at!r}: a method of {list(methods)} and a non-empty subset "
+                             f"of Ms = {list(Ms)}")
     configs = []
     for m_items in Ms:
         for method in methods:
+            if m_items not in Ms_for.get(method, Ms):
+                continue
             cap = None
             if method == "paper_ghost" and ghost_cap is not None and batch * (m_items + 1) ** 2 > float(ghost_cap):
                 cap = int(float(ghost_cap))
@@ -534,6 +565,55 @@ def interleaved_speed(n_items: int, length: int, batch: int, d: int = 64, *, rep
     return out
 
 
+def speed_processes(n_items: int, length: int, batch: int, d: int = 64, *, processes: int, repeats: int,
+                    steps_per_repeat: int, threads: int = 1, isolate: bool = True, parallel: int = 1,
+                    seed: int = 0, timeout: float = 600) -> list[dict]:
+    """:func:`interleaved_speed` in ``processes`` fresh interpreters (``parallel`` at a time; in this
+    process, one after another, where not ``isolate``), each with its own ``repeats`` rounds.
+
+    The process is the unit the speed claim is judged across (:func:`pool_processes`): the ratio a
+    process times varies from process to process by more than its rounds vary within it (five
+    processes of one build's setting read 1.28-1.57×, each with an interval of about ±10 %), so
+    repeats inside one process cannot give an interval that a second build would repeat."""
+    _check_repeats(processes)
+    _check_repeats(repeats)
+    if not isolate:
+        return [interleaved_speed(n_items, length, batch, d, repeats=repeats, steps_per_repeat=steps_per_repeat,
+                                  threads=threads, seed=seed)
+                for _ in dry.loop(range(processes), "speed processes", keep=2)]
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a positive int (processes at a time), got {parallel!r}")
+    cmd = [SPEED_TIMING, str(n_items), str(length), str(batch), "--d", str(d), "--threads", str(threads),
+           "--repeats", str(repeats), "--steps-per-repeat", str(steps_per_repeat), "--seed", str(seed)]
+    from concurrent.futures import ThreadPoolExecutor  # the threads only wait on the child processes
+
+    with ThreadPoolExecutor(parallel) as pool:
+        return list(pool.map(lambda _: _child(cmd, threads, timeout, f"speed timing M={n_items} B={batch}"),
+                             list(dry.loop(range(processes), "speed processes", keep=2))))
+
+
+def pool_processes(runs: Sequence[Mapping]) -> dict:
+    """Several :func:`interleaved_speed` runs (one per process) as one run whose repeats are the
+    processes: each method's time in a process is the geometric mean of its per-round times, so the
+    paired log difference of a process is the mean of its rounds' log differences, and
+    :func:`speed_vs_nonprivate` then judges across processes. ``processes`` keeps each run (its order
+    and every timed step); ``repeats_per_process`` and ``steps_per_repeat`` are the runs' own."""
+    if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or not runs:
+        raise ValueError(f"runs must be a non-empty list of interleaved_speed results, got {type(runs).__name__}")
+    times = {}
+    for m in SPEED_PAIR:
+        per = []
+        for r in runs:
+            ts = (r.get("times") or {}).get(m) if isinstance(r, Mapping) else None
+            if not ts or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in ts):
+                raise ValueError(f"each run needs positive per-round times of {m!r}, got {ts!r}")
+            per.append(math.exp(statistics.fmean(math.log(t) for t in ts)))
+        times[m] = per
+    shape = {k: runs[0].get(k) for k in ("M", "L", "B", "d", "threads", "steps_per_repeat", "warmup")}
+    return {"times": times, **shape, "repeats_per_process": [len(r["times"][SPEED_PAIR[0]]) for r in runs],
+            "processes": [{k: v for k, v in r.items() if k != "times"} for r in runs]}
+
+
 def speed_vs_nonprivate(run: Mapping, *, max_time_ratio: float = 1.5, confidence: float = 0.95) -> dict:
     """Phantom's training speed relative to non-private training, judged across interleaved repeats.
 
@@ -579,3 +659,7 @@ def speed_vs_nonprivate(run: Mapping, *, max_time_ratio: float = 1.5, confidence
         "speed_times": {private: [float(t) for t in tp], reference: [float(t) for t in tr]},
         "speed_run": {k: v for k, v in run.items() if k != "times"},
     }
+
+
+if __name__ == "__main__":  # last: the command line calls functions defined above
+    _main()
