@@ -73,3 +73,15 @@ def test_timing_loops_outside_a_dry_run_are_unchanged():
     out = efficiency.time_interleaved(steps, repeats=4, steps_per_repeat=2, warmup=1)
     assert {m: len(t) for m, t in out["times"].items()} == {"a": 4, "b": 4}
     assert len(calls) == 2 + 4 * 2 * 2
+
+
+def test_speed_processes_in_a_dry_run_keep_two_and_book_the_childrens_cut_rounds(dry_run):
+    """Each timing process is a child interpreter: it keeps two rounds of one step and hands its tally
+    to the parent (efficiency._child absorbs it), inside the parent's cut loop over the processes."""
+    runs = efficiency.speed_processes(30, 6, 4, 8, processes=5, repeats=4, steps_per_repeat=3, parallel=2)
+    assert len(runs) == 2 and all("dry_booking" not in r for r in runs)
+    assert all(len(r["times"][m]) == 2 for r in runs for m in efficiency.SPEED_PAIR)
+    rep = dry.report(1.0)
+    assert rep["loops"]["speed processes"] == {"runs": 1, "kept": 2, "full": 5}
+    assert rep["loops"]["speed repeats"] == {"runs": 2, "kept": 4, "full": 8}   # two children's tallies
+    assert rep["loops_full_seconds"] > rep["loops_seconds"] > 0

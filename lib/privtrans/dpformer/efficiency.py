@@ -222,7 +222,11 @@ def _child(cmd: list[str], threads: int, timeout: float, what: str) -> dict:
                          text=True, env=env, timeout=timeout)
     if res.returncode != 0:
         raise RuntimeError(f"{what} failed:\n{res.stderr[-2000:]}")
-    return {**json.loads(res.stdout.strip().splitlines()[-1]), "mmap_threshold": MMAP_THRESHOLD}
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    booking = out.pop("dry_booking", None)
+    if booking is not None:  # a dry run: the child's cut loops are booked here, as an MPC party's are
+        dry.absorb(booking)
+    return {**out, "mmap_threshold": MMAP_THRESHOLD}
 
 
 def measure(method, n_items, length, batch, d=64, steps=3, threads=1, max_entries=None,
@@ -297,11 +301,13 @@ def _main(argv=None):
     ap.add_argument("--seed", type=int, default=0, help=f"{SPEED_TIMING}: the batch's and models' seed")
     a = ap.parse_args(argv)
     if a.method == SPEED_TIMING:
-        print(json.dumps(interleaved_speed(a.M, a.L, a.B, a.d, repeats=a.repeats, steps_per_repeat=a.steps_per_repeat,
-                                           threads=a.threads, seed=a.seed)))
-        return
-    print(json.dumps(run_here(a.method, a.M, a.L, a.B, a.d, a.steps, a.threads, a.max_entries,
-                              a.device)))
+        out = interleaved_speed(a.M, a.L, a.B, a.d, repeats=a.repeats, steps_per_repeat=a.steps_per_repeat,
+                                threads=a.threads, seed=a.seed)
+    else:
+        out = run_here(a.method, a.M, a.L, a.B, a.d, a.steps, a.threads, a.max_entries, a.device)
+    if dry.active():  # for the parent's tally (_child absorbs it)
+        out["dry_booking"] = dry.booking()
+    print(json.dumps(out))
 
 
 def measure_all(configs: Sequence[Mapping], isolate: bool = True, parallel: int = 1) -> list[dict]:
@@ -585,11 +591,15 @@ def speed_processes(n_items: int, length: int, batch: int, d: int = 64, *, proce
         raise ValueError(f"parallel must be a positive int (processes at a time), got {parallel!r}")
     cmd = [SPEED_TIMING, str(n_items), str(length), str(batch), "--d", str(d), "--threads", str(threads),
            "--repeats", str(repeats), "--steps-per-repeat", str(steps_per_repeat), "--seed", str(seed)]
+    def one(_):
+        return _child(cmd, threads, timeout, f"speed timing M={n_items} B={batch}")
+
+    if dry.active():  # one at a time inside the cut loop, so that each kept process's time is scaled
+        return [one(i) for i in dry.loop(range(processes), "speed processes", keep=2)]
     from concurrent.futures import ThreadPoolExecutor  # the threads only wait on the child processes
 
     with ThreadPoolExecutor(parallel) as pool:
-        return list(pool.map(lambda _: _child(cmd, threads, timeout, f"speed timing M={n_items} B={batch}"),
-                             list(dry.loop(range(processes), "speed processes", keep=2))))
+        return list(pool.map(one, range(processes)))
 
 
 def pool_processes(runs: Sequence[Mapping]) -> dict:
