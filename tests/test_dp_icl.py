@@ -206,6 +206,21 @@ def test_subsampled_rdp_equals_opacus_accountant():
     assert A.rdp_epsilon(1.1, 1000, 1e-5, q=0.01) == pytest.approx(want, rel=1e-9)
 
 
+def test_the_chapter_imports_without_torch_or_opacus():
+    """Most of the chapter's notebooks use only the basic, zCDP and exact accountants: importing what they
+    import must not cost torch and opacus (about 4 s per notebook kernel); rdp / prv import opacus when called."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import privtrans.dp_icl, privtrans.dp_icl.readouts, privtrans.dp_icl.plots; "
+            "from privtrans.book import session, plotting; "
+            "from privtrans.dp_icl import accounting as A; A.noise_multiplier('zcdp', 1.0, 1e-5, 100); "
+            "print(sorted(m for m in ('torch', 'opacus') if m in sys.modules)); "
+            "A.rdp_epsilon(1.1, 10, 1e-5); print(sorted(m for m in ('torch', 'opacus') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "['opacus', 'torch']"], out
+
+
 def test_rdp_matches_the_closed_form_for_full_batch():
     """For q = 1, opacus' RDP of T Gaussian steps is T alpha / (2 z^2) at every order."""
     from opacus.accountants.analysis.rdp import compute_rdp

@@ -24,17 +24,23 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import brentq
-from opacus.accountants import RDPAccountant
 from scipy.stats import norm
 
-from privtrans.shared.dp.accounting import opacus_epsilon, opacus_noise_multiplier
+# opacus (with torch, about 4 s to import) is imported only by the functions that call it: the basic,
+# zCDP and exact accountants, all that most of the chapter's notebooks use, need neither
 
 #: RDP orders from 1.01 to 1e6: the optimum for z ~ 1000 sits near alpha ~ 1e4
 EXTENDED_ALPHAS = tuple(np.round(np.concatenate([np.linspace(1.01, 10, 90), np.geomspace(10.5, 1e6, 400)]), 6))
 
-#: for subsampled steps (q < 1), opacus's own orders: an integer-heavy grid left out the fractional orders
-#: between 1.1 and 10.9 where the optimum lies for moderate z, and gave epsilon up to 0.8 % above opacus's
-SUBSAMPLED_ALPHAS = tuple(RDPAccountant.DEFAULT_ALPHAS)
+
+@lru_cache(maxsize=1)
+def subsampled_alphas() -> tuple:
+    """For subsampled steps (q < 1), opacus's own orders: an integer-heavy grid left out the fractional orders
+    between 1.1 and 10.9 where the optimum lies for moderate z, and gave epsilon up to 0.8 % above opacus's."""
+    from opacus.accountants import RDPAccountant
+
+    return tuple(RDPAccountant.DEFAULT_ALPHAS)
+
 
 ACCOUNTANTS = ("basic", "zcdp", "rdp", "prv", "exact")
 
@@ -80,13 +86,17 @@ def exact_epsilon(z: float, T: int, delta: float) -> float:
 
 
 def rdp_epsilon(z: float, T: int, delta: float, q: float = 1.0, alphas=None) -> float:
+    from privtrans.shared.dp.accounting import opacus_epsilon
+
     _check(z, T, delta)
-    alphas = alphas or (EXTENDED_ALPHAS if q == 1.0 else SUBSAMPLED_ALPHAS)
+    alphas = alphas or (EXTENDED_ALPHAS if q == 1.0 else subsampled_alphas())
     return opacus_epsilon(z, q, T, delta, "rdp", alphas=alphas)
 
 
 def prv_epsilon(z: float, T: int, delta: float, q: float = 1.0, eps_error: float | None = None) -> float:
     """opacus PRV upper bound; eps_error defaults to 1% of the RDP value (its default 0.01 is too coarse here)."""
+    from privtrans.shared.dp.accounting import opacus_epsilon
+
     _check(z, T, delta)
     if eps_error is None:
         eps_error = max(1e-5, 0.01 * rdp_epsilon(z, T, delta, q))
@@ -132,8 +142,10 @@ def noise_multiplier(accountant: str, eps: float, delta: float, T: int, q: float
         return brentq(lambda z: f(z, T, delta) - eps, lo, hi, xtol=1e-10, rtol=1e-8)
     if accountant not in ("rdp", "prv"):
         raise ValueError(f"unknown accountant {accountant!r}; choose from {ACCOUNTANTS}")
+    from privtrans.shared.dp.accounting import opacus_noise_multiplier
+
     if accountant == "rdp":
-        kw = {"alphas": EXTENDED_ALPHAS if q == 1.0 else SUBSAMPLED_ALPHAS}
+        kw = {"alphas": EXTENDED_ALPHAS if q == 1.0 else subsampled_alphas()}
     else:
         kw = {"eps_error": eps / 100}
     return opacus_noise_multiplier(eps, delta, q, T, accountant, epsilon_tolerance=eps / 200, **kw)
