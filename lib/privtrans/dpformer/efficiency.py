@@ -317,18 +317,28 @@ def measure_all(configs: Sequence[Mapping], isolate: bool = True, parallel: int 
     side by side share the cache. (Forking each process from one server that imported torch once would
     measure a configuration in about 1.5 s instead of 5, but a forked child timed Phantom / non-private at 1.48-1.54×
     where fresh interpreters gave 1.25-1.38×, and read 2-3 MB more extra memory: not the same measurement.)"""
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise ValueError(f"parallel must be a positive int (processes at a time), got {parallel!r}")
+    _check_parallel(parallel)
     if not isolate:  # one process: nothing to run side by side
         return [run_here(**c) for c in configs]
-    from concurrent.futures import ThreadPoolExecutor  # the threads only wait on the child processes
-
     # longest first (the paper-style Ghost's B·M² steps, then the methods that import opacus), so that no
     # long process is left running alone at the end while the other core idles
     order = sorted(range(len(configs)), key=lambda i: _expected_cost(configs[i]), reverse=True)
-    with ThreadPoolExecutor(parallel) as pool:
-        done = dict(zip(order, pool.map(lambda i: measure(**configs[i]), order)))
+    done = dict(zip(order, _in_parallel(lambda i: measure(**configs[i]), order, parallel)))
     return [done[i] for i in range(len(configs))]
+
+
+def _check_parallel(parallel) -> None:
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a positive int (processes at a time), got {parallel!r}")
+
+
+def _in_parallel(fn: Callable, items: Sequence, parallel: int) -> list:
+    """``fn(item)`` for each item, ``parallel`` at a time, results in the order of ``items``: each call
+    starts a child process (:func:`_child`), so the threads only wait on it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(parallel) as pool:
+        return list(pool.map(fn, items))
 
 
 def _expected_cost(c: Mapping) -> tuple:
@@ -587,19 +597,16 @@ def speed_processes(n_items: int, length: int, batch: int, d: int = 64, *, proce
         return [interleaved_speed(n_items, length, batch, d, repeats=repeats, steps_per_repeat=steps_per_repeat,
                                   threads=threads, seed=seed)
                 for _ in dry.loop(range(processes), "speed processes", keep=2)]
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise ValueError(f"parallel must be a positive int (processes at a time), got {parallel!r}")
+    _check_parallel(parallel)
     cmd = [SPEED_TIMING, str(n_items), str(length), str(batch), "--d", str(d), "--threads", str(threads),
            "--repeats", str(repeats), "--steps-per-repeat", str(steps_per_repeat), "--seed", str(seed)]
+
     def one(_):
         return _child(cmd, threads, timeout, f"speed timing M={n_items} B={batch}")
 
     if dry.active():  # one at a time inside the cut loop, so that each kept process's time is scaled
         return [one(i) for i in dry.loop(range(processes), "speed processes", keep=2)]
-    from concurrent.futures import ThreadPoolExecutor  # the threads only wait on the child processes
-
-    with ThreadPoolExecutor(parallel) as pool:
-        return list(pool.map(one, range(processes)))
+    return _in_parallel(one, range(processes), parallel)
 
 
 def pool_processes(runs: Sequence[Mapping]) -> dict:
