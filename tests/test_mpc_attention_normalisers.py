@@ -101,8 +101,9 @@ def test_the_spu_encoder_is_the_chapters_encoder():
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=f"{att}+{act}")
 
 
-def test_spu_runs_the_same_formulas_in_its_own_environment():
-    """One SecretFlow SPU run (ABY3, the paper's protocol) through ``make spu``'s environment."""
+def _spu():
+    """``privtrans.mpc_attention.spu``, or a skip where ``make spu``'s environment is missing (a
+    failure under CI=true: there the SPU tests may not be skipped)."""
     import os
 
     from privtrans.mpc_attention import spu
@@ -112,6 +113,12 @@ def test_spu_runs_the_same_formulas_in_its_own_environment():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(msg + "; CI=true, so the SPU test may not be skipped")
         pytest.skip(msg)
+    return spu
+
+
+def test_spu_runs_the_same_formulas_in_its_own_environment():
+    """One SecretFlow SPU run (ABY3, the paper's protocol) through ``make spu``'s environment."""
+    spu = _spu()
     rows = {r["kind"]: r for r in spu.normaliser_cost(list(N.ATTENTIONS), [8], 2, 0, "ABY3")}
     assert set(rows) == set(N.ATTENTIONS)
     for kind, r in rows.items():
@@ -180,3 +187,24 @@ def test_spu_rounds_weigh_each_kernel_call_by_spus_own_table():
            for i, ln in enumerate(log)]
     assert "executed 61" in "\n".join(log)
     assert W.kernel_rounds("\n".join(log), "ABY3", 3) == (clean, {"novel_k": 5})
+
+
+def test_a_dry_run_of_the_spu_model_runs_one_layer_and_books_all_of_them():
+    """``make dry`` at `paper` shapes (BERT-Base's twelve layers: about 290 s a combination on a CPU):
+    the worker compiles and runs the first layer only, still checked against its plaintext, and its
+    tally (which the worker prints) books every layer here; outside a dry run every layer runs."""
+    from privtrans.book import dry
+
+    spu = _spu()
+    model = _small_teacher()  # two layers
+    args = (model.state_dict(), model.cfg.to_dict(), [("softmax", "gelu")], 8, None, 0, "ABY3")
+    full = spu.model_cost(*args)[0]
+    dry.activate()
+    try:
+        cut = spu.model_cost(*args)[0]
+        loops = dry.report(1.0)["loops"]
+    finally:
+        dry.activate(False)
+    assert loops == {"SPU forward layers": {"runs": 1, "kept": 1, "full": 2}}
+    assert cut["max_abs_err"] < 5e-2 * max(1.0, cut["max_abs_plain"]), cut
+    assert cut["bytes"] < full["bytes"] and cut["rounds"] < full["rounds"]

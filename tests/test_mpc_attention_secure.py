@@ -119,3 +119,19 @@ def test_secure_encoder_equals_plaintext(forwards, att, act):
         assert (h_sec[0][keep] - h[0][keep]).abs().max() < HID_TOL
     assert (got["logits"] - out["logits"]).abs().max() < LOGIT_TOL
     assert got["cost"]["Total"]["rounds"] > 0
+
+
+def test_a_dry_run_runs_each_models_first_layer_and_books_all_of_them(forwards, dry_run):
+    """``make dry`` at `paper` shapes (BERT-Base: twelve layers, 99 s a combination on a CPU): the
+    parties run each model's first layer, equal to the full run's first layer, and the notebook's
+    tally books every layer (runner hands rank 0's booking to the parent)."""
+    ids, mask, full = forwards
+    cfgs = [_cfg(a, f).to_dict() for a, f in COMBOS[:2]]
+    cut = runner.run(secure.secure_forward, cfgs, _teacher().state_dict(), ids, mask, timeout=300)[0]
+    loops = dry_run.report(1.0)["loops"]
+    assert loops["secure forward layers"] == {"runs": 2, "kept": 2, "full": 2 * SIZES["n_layers"]}
+    keep = torch.tensor(mask[0]).bool()
+    for k in (f"{a}+{f}" for a, f in COMBOS[:2]):
+        assert len(cut[k]["hidden"]) == 2 and len(full[0][k]["hidden"]) == SIZES["n_layers"] + 1
+        assert (cut[k]["hidden"][1][0][keep] - full[0][k]["hidden"][1][0][keep]).abs().max() < HID_TOL
+        assert cut[k]["cost"]["Total"]["bytes"] < full[0][k]["cost"]["Total"]["bytes"]

@@ -91,3 +91,16 @@ def test_the_commit_is_dirty_for_a_changed_file_but_not_for_the_record_itself(tm
     assert dry.commit(tmp_path) == head
     (tmp_path / "code.py").write_text("x = 2\n")
     assert dry.commit(tmp_path) == f"{head}-dirty"
+
+
+def test_an_unknown_notebook_is_refused_before_anything_runs_or_is_written(tmp_path):
+    """A name the book does not have (here the file's number, not its chapter/name) stops the dry run
+    with the allowed names; the last dry run's _build/dry_run.json and the record are left alone."""
+    copy = fake_dry_build(tmp_path)
+    (copy / "data").mkdir()
+    kept = (copy / "_build" / "dry_run.json", copy / dry.RECORD)
+    for p in kept:
+        p.write_text("last good run")
+    with pytest.raises(SystemExit, match=r"unknown notebook\(s\) \['taft/01'\]: give chapter/name, one of .*taft/"):
+        dry.main(["--root", str(copy), "--notebook", "taft/01", "--record"])
+    assert all(p.read_text() == "last good run" for p in kept)

@@ -121,10 +121,12 @@ def block(p: dict, h, mask4, cfg: EncoderConfig, meter=None, layer: int = 0):
     return h, scores, probs
 
 
-def forward(p: dict, emb, mask01: torch.Tensor, cfg: EncoderConfig, meter=None) -> dict:
+def forward(p: dict, emb, mask01: torch.Tensor, cfg: EncoderConfig, meter=None, layers=None) -> dict:
     """From summed embeddings (B, T, d) and the public 0/1 token mask (B, T) to outputs.
 
     Returns {"logits": (B, n_out), "scores": [per layer], "probs": [...], "hidden": [L+1]}.
+    ``layers``: the layer indices to run, in order (default all; the secure forward passes a
+    ``dry.loop`` over them, so a dry run runs the first layer and books all).
     """
     meter = meter or _null
     mask01 = mask01.to(torch.float32)
@@ -132,7 +134,7 @@ def forward(p: dict, emb, mask01: torch.Tensor, cfg: EncoderConfig, meter=None) 
     with meter("Norm"):
         h = layer_norm(emb, p["ln0_g"], p["ln0_b"])
     hidden, scores, probs = [h], [], []
-    for i in range(cfg.n_layers):
+    for i in range(cfg.n_layers) if layers is None else layers:
         h, s, a = block(p[f"layer{i}"], h, mask4, cfg, meter, i)
         hidden.append(h), scores.append(s), probs.append(a)
     with meter("Linear"):

@@ -2,7 +2,8 @@
 
 SPU 0.9.5 needs numpy < 2 and jax <= 0.4.34, which cannot live beside the book's torch and numpy 2,
 so ``make spu`` creates ``.venv-spu`` (pins in ``requirements-spu.lock``) and this module runs
-``privtrans.mpc_attention.spu_worker`` there: a JSON spec in, one JSON list of rows out. The worker
+``privtrans.mpc_attention.spu_worker`` there: a JSON spec in, one JSON list of rows out (and, in a
+dry run, what the worker's cut loops booked, absorbed here: ``privtrans.book.dry``). The worker
 imports only the torch-free ``normalisers`` module, so SPU runs the very formulas the torch and
 CrypTen runs use. ``PRIVTRANS_SPU_PYTHON`` names another interpreter.
 """
@@ -14,6 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from privtrans.book import dry
 from privtrans.book.paths import repo_root
 
 PROTOCOLS = ("ABY3", "SEMI2K")
@@ -63,4 +65,7 @@ def _run(spec: dict, timeout: float) -> list[dict]:
                           capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"the SPU worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if dry.active():
+        dry.absorb(out["booking"])  # the worker's cut loops, booked as if they had run here
+    return out["rows"]

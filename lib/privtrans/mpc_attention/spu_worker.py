@@ -1,6 +1,7 @@
 """Runs in SecretFlow SPU's own environment (``make spu``: spu 0.9.5, jax 0.4.34, numpy < 2, no
 torch), as a subprocess of ``privtrans.mpc_attention.spu``: reads a JSON spec on stdin, prints one
-JSON line of results on stdout.
+JSON line on stdout, {"rows": [...], "booking": ...}: the results, and what the dry run's cut loops
+booked here (``privtrans.book.dry.booking``; the switch is inherited through the environment).
 
 Spec, normalisers (Table 1): {"kinds": [...], "lengths": [...], "heads": 4, "seed": 0, "protocol":
 "ABY3" | "SEMI2K"}. For each (kind, n) the normaliser of ``privtrans.mpc_attention.normalisers``
@@ -12,7 +13,10 @@ Spec, whole model (Tables 2, 3, 6): {"mode": "encoder", "weights": "<file>.npz",
 "combos": [[attention, activation], ...], "fits": {"softmax": [a, b], "2quad": [a, b]}, "length":
 n, "seed": 0, "protocol": ...}. For each combination ``encoder_ops.forward`` runs on a secret
 one-hot sentence of n tokens and the secret weights; the plaintext logits of the same function
-are the reference.
+are the reference. In a dry run each combination runs the model's first layer only, booked as all
+of them (the layers have the same shapes; SPU compiles and runs the program whole, so the cut is in
+the program's size): BERT-Base's twelve would take minutes per combination on a CPU. A rough
+booking, as every dry run's: the embedding and the head, run once, are booked once per layer.
 
 Communication: SPU's runtime prints each party's link totals when ``enable_pphlo_profile`` is set
 ("Link details: total send bytes B, recv bytes R, send actions S, recv actions A") from C++ to
@@ -41,6 +45,7 @@ from collections import Counter
 
 import numpy as np
 
+from privtrans.book import dry
 from privtrans.mpc_attention.normalisers import JaxOps, normalise
 
 LINK = re.compile(r"Link details: total send bytes (\d+), recv bytes (\d+), send actions (\d+), recv actions (\d+)")
@@ -198,8 +203,10 @@ def run_encoder(spec: dict) -> list[dict]:
 
     protocol, parties, sim, sim_jax = _session(spec)
     ops = JaxOps()
-    with np.load(spec["weights"]) as z:
-        weights = {k: z[k].astype(np.float32) for k in z.files}
+    layers = spec["cfg"]["n_layers"]
+    run_layers = 1 if dry.active() else layers
+    with np.load(spec["weights"]) as z:  # the weights of the layers that run
+        weights = {k: z[k].astype(np.float32) for k in z.files if _layer(k) < run_layers}
     names = sorted(weights)
     n, vocab = spec["length"], weights["tok.weight"].shape[0]
     rng = np.random.default_rng(spec.get("seed", 0))
@@ -208,19 +215,26 @@ def run_encoder(spec: dict) -> list[dict]:
     fits = encoder_ops.fits_from(spec.get("fits"))
     rows = []
     for att, act in spec["combos"]:
-        cfg = dict(spec["cfg"], attention=att, activation=act)
+        cfg = dict(spec["cfg"], n_layers=run_layers, attention=att, activation=act)
 
         def fn(x, *w, cfg=cfg):
             return encoder_ops.forward(dict(zip(names, w)), x, cfg, ops, fits)
 
         want = np.asarray(fn(onehot.astype(np.float64), *(weights[k].astype(np.float64) for k in names)))
-        out, m = _measure(sim, sim_jax, fn, [onehot] + [weights[k] for k in names], parties, protocol)
+        for _ in dry.loop(range(layers), "SPU forward layers") if dry.active() else range(1):
+            out, m = _measure(sim, sim_jax, fn, [onehot] + [weights[k] for k in names], parties, protocol)
         rows.append({"attention": att, "activation": act, "n": n, "protocol": protocol, "parties": parties,
                      "framework": "SPU", **m,
                      "max_abs_err": float(np.abs(out - want).max()), "max_abs_plain": float(np.abs(want).max())})
     return rows
 
 
+def _layer(name: str) -> int:
+    """The block a weight belongs to (``layers.3.q.weight`` -> 3); -1 for embeddings, norms, head."""
+    return int(name.split(".")[1]) if name.startswith("layers.") else -1
+
+
 if __name__ == "__main__":
     spec = json.load(sys.stdin)
-    print(json.dumps(run_encoder(spec) if spec.get("mode") == "encoder" else run(spec)))
+    rows = run_encoder(spec) if spec.get("mode") == "encoder" else run(spec)
+    print(json.dumps({"rows": rows, "booking": dry.booking()}))

@@ -191,6 +191,10 @@ def main(argv=None) -> int:
     args += ["--chapter", ",".join(chapters)] if chapters else []
     for nb in a.notebook:
         args += ["--notebook", nb]
+    known = sorted(nb.label for nb in discover(root))
+    unknown = [x for x in a.notebook if x not in known]
+    if unknown:  # before any copy or write: an empty run would replace _build/dry_run.json with nothing
+        raise SystemExit(f"unknown notebook(s) {unknown}: give chapter/name, one of {', '.join(known)}")
     wanted = [nb for nb in discover(root) if (not chapters or nb.chapter in chapters)
               and (not a.notebook or nb.label in a.notebook)]
     if a.collect:
