@@ -7,7 +7,7 @@ import pytest
 
 from privtrans.book import chapters, claims, profiles, session
 from privtrans.book.pipeline import cache, execute
-from privtrans.book.pipeline.discover import Notebook, discover
+from privtrans.book.pipeline.discover import Notebook, discover, pick
 
 
 @pytest.fixture
@@ -593,3 +593,15 @@ def test_a_build_at_another_seed_finds_the_spu_environment(tmp_path, monkeypatch
     with pytest.raises(SystemExit, match="failed"):
         seedflip.build_at_seed(tmp_path, "mpc_attention", "smoke", 100)
     assert seen[spu.ENV_VAR] == str(tmp_path / ".venv-spu" / "bin" / "python")
+
+
+def test_a_notebook_is_picked_by_chapter_name_or_chapter_stem_and_an_unknown_one_is_named(tmp_path):
+    for stem in ("01_fig1_low_dim", "02_fig2_high_dim"):
+        (tmp_path / "notebooks" / "dp_icl").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "notebooks" / "dp_icl" / f"{stem}.md").write_text("")
+    nbs = discover(tmp_path)
+    assert pick(nbs, ["dp_icl/fig2_high_dim", "dp_icl/01_fig1_low_dim"]) == nbs  # the book's order
+    assert pick(nbs, ["dp_icl/02_fig2_high_dim"]) == [nbs[1]]
+    with pytest.raises(chapters.ParameterError,
+                       match=r"unknown notebook\(s\) \['dp_icl/02'\]: give chapter/name, one of dp_icl/fig1_low_dim, dp_icl/fig2_high_dim$"):
+        pick(nbs, ["dp_icl/02"])

@@ -104,3 +104,13 @@ def test_an_unknown_notebook_is_refused_before_anything_runs_or_is_written(tmp_p
     with pytest.raises(SystemExit, match=r"unknown notebook\(s\) \['taft/01'\]: give chapter/name, one of .*taft/"):
         dry.main(["--root", str(copy), "--notebook", "taft/01", "--record"])
     assert all(p.read_text() == "last good run" for p in kept)
+
+
+def test_the_dry_run_takes_the_pipelines_names_chapter_name_or_chapter_stem(tmp_path):
+    """``--notebook taft/pretraining`` (the form the pipeline and its error message give) and
+    ``taft/01_pretraining`` pick the same notebook (--collect: report the dry run already there)."""
+    copy = fake_dry_build(tmp_path)
+    for name in ("taft/pretraining", "taft/01_pretraining"):
+        assert dry.main(["--root", str(copy), "--collect", "--notebook", name]) == 0
+        rows = json.loads((copy / "_build" / "dry_run.json").read_text())["notebooks"]
+        assert [r["notebook"] for r in rows] == ["01_pretraining"], name

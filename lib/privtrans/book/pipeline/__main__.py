@@ -20,7 +20,7 @@ from ..chapters import DRY, RUNNABLE, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims
 from . import cache, calibration, execute, html, lock, progress, report, schedule
-from .discover import discover
+from .discover import discover, pick
 
 
 def parse(argv):
@@ -67,14 +67,12 @@ def main(argv=None) -> int:
     all_nbs = discover(root)
     todo = [nb for nb in all_nbs if not chapters or nb.chapter in chapters]
     if args.notebook:
-        known = {f"{nb.chapter}/{n}": nb for nb in all_nbs for n in (nb.name, nb.stem)}
-        bad = [n for n in args.notebook if n not in known]
-        if bad:
-            print(f"error: unknown notebook(s) {bad}: give chapter/name, one of "
-                  f"{', '.join(sorted(f'{nb.chapter}/{nb.name}' for nb in all_nbs))}", file=sys.stderr)
+        try:
+            picked = set(pick(all_nbs, args.notebook))
+        except ParameterError as e:
+            print(f"error: {e}", file=sys.stderr)
             return 2
-        picked = {id(known[n]) for n in args.notebook}
-        todo = [nb for nb in todo if id(nb) in picked]
+        todo = [nb for nb in todo if nb in picked]
     execute.remove_stale(root, all_nbs)
 
     try:

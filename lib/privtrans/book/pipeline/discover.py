@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chapters import KEYS as CHAPTERS
+from ..chapters import ParameterError
 
 NAME = re.compile(r"^(\d\d)_([a-z0-9_]+)\.(md|py)$")
 
@@ -43,3 +44,15 @@ def discover(root: Path, chapters=None) -> list[Notebook]:
                     raise ValueError(f"{f}: notebook names must look like NN_topic.md (two digits, lowercase)")
                 out.append(Notebook(ch, f))
     return out
+
+
+def pick(notebooks: list[Notebook], names: list[str]) -> list[Notebook]:
+    """The ``notebooks`` that ``names`` name, as chapter/name or chapter/stem, in the book's order (the
+    pipeline's and the dry run's ``--notebook``); a ParameterError names the unknown ones and the allowed."""
+    known = {f"{nb.chapter}/{n}": nb for nb in notebooks for n in (nb.name, nb.stem)}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ParameterError(f"unknown notebook(s) {bad}: give chapter/name, one of "
+                             f"{', '.join(sorted(f'{nb.chapter}/{nb.name}' for nb in notebooks))}")
+    picked = {id(known[n]) for n in names}
+    return [nb for nb in notebooks if id(nb) in picked]

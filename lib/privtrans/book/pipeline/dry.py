@@ -25,11 +25,11 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..chapters import DRY, KEYS, get
+from ..chapters import DRY, KEYS, ParameterError, get
 from ..paths import repo_root
 from ..runcache import atomic_write_text
 from . import cache
-from .discover import discover
+from .discover import discover, pick
 from .seedflip import pipeline_in_copy
 
 RECORD = Path("data") / "dry_run.csv"
@@ -191,12 +191,12 @@ def main(argv=None) -> int:
     args += ["--chapter", ",".join(chapters)] if chapters else []
     for nb in a.notebook:
         args += ["--notebook", nb]
-    known = sorted(nb.label for nb in discover(root))
-    unknown = [x for x in a.notebook if x not in known]
-    if unknown:  # before any copy or write: an empty run would replace _build/dry_run.json with nothing
-        raise SystemExit(f"unknown notebook(s) {unknown}: give chapter/name, one of {', '.join(known)}")
-    wanted = [nb for nb in discover(root) if (not chapters or nb.chapter in chapters)
-              and (not a.notebook or nb.label in a.notebook)]
+    notebooks = discover(root)
+    try:  # the pipeline's own names (chapter/name or chapter/stem), refused before any copy or write
+        named = set(pick(notebooks, a.notebook)) if a.notebook else None
+    except ParameterError as e:
+        raise SystemExit(str(e)) from None
+    wanted = [nb for nb in notebooks if (not chapters or nb.chapter in chapters) and (named is None or nb in named)]
     if a.collect:
         return report(root, rows_of(root, wanted), len(wanted), a.record)
     ran_at = commit(root)
