@@ -84,7 +84,8 @@ def test_runner_trains_missing_seeds_together_under_the_single_run_key(tiny, tmp
     monkeypatch.setattr(train, "train_together", lambda sp, sl, seeds, **k: groups.append(list(seeds))
                         or real_together(sp, sl, seeds, **k))
     monkeypatch.setattr(train, "train_run", lambda *a, **k: singles.append(1) or real_run(*a, **k))
-    got = runs.cached_runs(cache, spec, SEEDS, s, d, together=True)
+    # on the CPU (as on cuda without dropout): cuda's dropout cannot be replayed (together_supported)
+    got = runs.cached_runs(cache, spec, SEEDS, s, d, device="cpu", together=True)
     assert groups == [[0, 2]] and singles == []
     assert [r["spec"]["seed"] for r in got] == SEEDS
     assert [r["cached"] for r in got] == [False, True, False]
@@ -118,9 +119,12 @@ def test_runner_with_one_missing_seed_trains_it_apart(tiny, tmp_path, monkeypatc
     assert groups == [] and [r["cached"] for r in got] == [True, False, False]
 
 
-def test_missing_runs_are_trained_on_every_core_first_and_counted_as_trained(tiny, tmp_path):
+@pytest.mark.parametrize("n_workers", ["2", "1"])
+def test_missing_runs_are_trained_on_every_core_first_and_counted_as_trained(tiny, tmp_path, monkeypatch, n_workers):
     """runs.train_missing (the default path of experiments.run_grid): each missing run once, in a
-    worker process, stored under its single-run key; a stored one is not trained again."""
+    worker process (or in this one, with one worker), stored under its single-run key and counted
+    once; a stored one is not trained again."""
+    monkeypatch.setenv("PRIVTRANS_WORKERS", n_workers)
     d, s = tiny
     cache = runs.run_cache(tmp_path)
     spec = small_spec("transformer", None, epochs=1)

@@ -139,7 +139,7 @@ def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
     assert not dry.active()
     _, task = teacher_and_task
     cfg = X.model_config(task, S)
-    m, _ = train.train_teacher(task, cfg, 2, lr=S["teacher_lr"], seed=4)
+    m, _ = train.train_teacher(task, cfg, 2, lr=S["teacher_lr"], seed=4, device="cpu")  # the reference's device
     assert _same(m, _teacher_as_before(task, cfg, 2, S["teacher_lr"], 4))
     with torch.no_grad():
         out = m(task.dev.ids, task.dev.mask, task.dev.types)["logits"]
@@ -151,7 +151,7 @@ def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
 def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dry_run):
     t, task = teacher_and_task
     cfg = X.model_config(task, S)
-    m, _ = train.train_teacher(task, cfg, 3, lr=S["teacher_lr"], seed=4)
+    m, _ = train.train_teacher(task, cfg, 3, lr=S["teacher_lr"], seed=4, device="cpu")  # the reference's device
     assert not _same(m, _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4))  # not even one full epoch
     ref = _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4, steps=1)  # its first step only
     assert _same(m, ref)

@@ -13,13 +13,16 @@ METHOD = {"fixed": {"method": "taft"}, "grid": {"lr": [1e-3, 1e-4], "kappa": [5.
 
 @pytest.fixture
 def fake_fits(monkeypatch):
-    """fit_runs answers from ``acc[(task, lr, weight_decay, split)]`` (0.5 when absent) and logs each call."""
+    """fit_runs answers from ``acc[(task, lr, kappa, split, loss, seed)]``, else ``acc[(task, lr, kappa,
+    split, loss)]``, else ``acc[(task, lr, kappa, split)]`` (0.5 when absent), and logs each call."""
     calls, acc = [], {}
 
     def fit_runs(bench, jobs, progress=None):
         jobs = list(jobs)
         calls.append(jobs)
-        return [{"accuracy": acc.get((t, s.lr, s.kappa, split), 0.5), "seconds": 1.0}
+        return [{"accuracy": acc.get((t, s.lr, s.kappa, split, s.loss, seed),
+                                     acc.get((t, s.lr, s.kappa, split, s.loss), acc.get((t, s.lr, s.kappa, split), 0.5))),
+                 "seconds": 1.0}
                 for t, s, seed, split in jobs]
 
     monkeypatch.setattr(selection, "fit_runs", fit_runs)
@@ -75,3 +78,64 @@ def test_tuned_runs_select_at_the_first_seed_and_test_the_winner_at_every_seed(f
                                                                                         "lr": 1e-2}))}
     assert sel.chosen.sum() == 1 and sel[sel.chosen].val_accuracy.item() == 0.9
     assert set(sel.method) == {"TAFT"}  # the paper's own setting is not selected
+
+
+def test_select_averages_the_validation_accuracy_over_several_seeds(fake_fits):
+    calls, acc = fake_fits
+    specs = selection.grid_specs({"fixed": {"method": "taft", "loss": "rsl", "kappa": 5.0}, "grid": {"lr": [1e-3, 1e-2]}},
+                                 SCHEDULE)
+    acc[("a", 1e-3, 5.0, "val", "rsl", 4)] = 0.9  # one lucky seed
+    acc[("a", 1e-3, 5.0, "val", "rsl", 5)] = 0.1
+    acc[("a", 1e-2, 5.0, "val", "rsl")] = 0.6
+    assert selection.select(None, "a", specs, 4)[0].lr == 1e-3
+    best, table = selection.select(None, "a", specs, [4, 5])
+    assert best.lr == 1e-2 and table.val_accuracy.tolist() == [0.5, 0.6] and set(table.n_seeds) == {2}
+    assert {(seed, split) for _, _, seed, split in calls[-1]} == {(4, "val"), (5, "val")}
+
+
+METHOD_LR = {"fixed": {"method": "taft", "loss": "rsl", "kappa": 5.0}, "grid": {"lr": [1e-3, 1e-2, 3e-2]}}
+VARIANTS = {"RSL": {}, "MSE": {"loss": "mse"}, "PT=T": {"pt": True}}
+
+
+def test_variant_specs_retune_the_named_variants_on_the_mean_over_the_seeds(fake_fits):
+    calls, acc = fake_fits
+    acc[("a", 3e-2, 5.0, "val", "rsl")] = 0.9  # RSL's rate
+    acc[("a", 1e-3, 5.0, "val", "rsl", 4)] = 0.95  # Table 1's choice at the first seed alone: not used
+    acc[("a", 1e-3, 5.0, "val", "mse", 4)] = 0.9  # MSE: best at the first seed, not on the mean
+    acc[("a", 1e-3, 5.0, "val", "mse", 5)] = 0.1
+    acc[("a", 1e-2, 5.0, "val", "mse")] = 0.6
+    acc[("a", 3e-2, 5.0, "test", "mse")] = 0.99  # the test split must never decide
+    specs, grids = selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [4, 5], retuned=["RSL", "MSE"],
+                                           reference="RSL")
+    assert list(specs) == list(VARIANTS)
+    assert (specs["RSL"]["a"].lr, specs["RSL"]["a"].loss) == (3e-2, "rsl")
+    assert (specs["MSE"]["a"].lr, specs["MSE"]["a"].loss) == (1e-2, "mse")
+    assert (specs["PT=T"]["a"].lr, specs["PT=T"]["a"].pt) == (3e-2, True)  # the retuned reference's rate
+    assert {(seed, split) for c in calls for _, _, seed, split in c} == {(4, "val"), (5, "val")}
+    assert set(grids.variant) == {"RSL", "MSE"} and len(grids) == 6 and grids.chosen.sum() == 2
+    assert grids[grids.chosen & (grids.variant == "MSE")].config.item() == describe(specs["MSE"]["a"])
+
+
+def test_variant_specs_without_retuning_start_every_variant_from_table_1s_choice(fake_fits):
+    _, acc = fake_fits
+    acc[("a", 1e-3, 5.0, "val", "rsl", 4)] = 0.95  # Table 1 selects at the first seed
+    acc[("a", 1e-2, 5.0, "val", "mse")] = 0.99
+    specs, grids = selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [4, 5])
+    assert {v: s["a"].lr for v, s in specs.items()} == {"RSL": 1e-3, "MSE": 1e-3, "PT=T": 1e-3} and grids.empty
+    assert specs["MSE"]["a"].loss == "mse" and specs["PT=T"]["a"].pt
+    # Table 12's variants all change something (no reference): each starts from Table 1's choice
+    pgd = {"CE R=1": {"loss": "ce", "radius": 1.0}, "RSL R=1": {"radius": 1.0}}
+    specs, _ = selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, pgd, [4, 5])
+    assert [(s["a"].lr, s["a"].loss, s["a"].radius) for s in specs.values()] == [(1e-3, "ce", 1.0), (1e-3, "rsl", 1.0)]
+    # retuned without a reference: the others still start from Table 1's choice
+    specs, _ = selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [4, 5], retuned=["MSE"])
+    assert specs["PT=T"]["a"].lr == 1e-3 and specs["RSL"]["a"].lr == 1e-3
+
+
+def test_variant_specs_refuse_a_retuned_name_that_is_no_variant_and_a_reference_that_changes_something(fake_fits):
+    with pytest.raises(ValueError, match=r"retuned names variants that are not in variants: \['mse'\]"):
+        selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [0], retuned=["mse"])
+    with pytest.raises(ValueError, match="reference must name a retuned variant with no overrides; got 'MSE'"):
+        selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [0], retuned=["MSE"], reference="MSE")
+    with pytest.raises(ValueError, match="reference must name a retuned variant"):
+        selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [0], retuned=["MSE"], reference="RSL")

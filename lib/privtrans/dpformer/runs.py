@@ -114,8 +114,11 @@ def train_missing(cache: RunCache, specs, split: Split, data: SeqData | str, dev
     on_cpu = (torch.device(device) if device is not None else pick_device()).type == "cpu"
     if len(todo) < 2 or not on_cpu:
         return 0
+    misses = cache.misses
     workers.in_parallel([partial(cached_run, cache, s, split, fp, device) for s in todo.values()], progress=progress)
-    cache.misses += len(todo)
+    # each missing run trained once: in a worker, whose counters are its own, or here (one worker, a
+    # dry run, a GPU), where cached_run counted it already; set, not added, so neither counts twice
+    cache.misses = misses + len(todo)
     cache.hits -= len(todo)  # the reads that follow count them as hits again
     return len(todo)
 

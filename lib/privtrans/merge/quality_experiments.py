@@ -74,8 +74,9 @@ SINGLE_CHANGE_VARIANTS = ("merge", "only_er", "only_mm")
 
 def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     """Table 3's MERGE, only-ER and only-MM rows re-trained at each paired student seed from the one
-    teacher of ``seed``, and that teacher's (vanilla decoding) row: one row per (task, model, seed)
-    with its six metrics, or NaN and status 'diverged'. The seeds are those of
+    teacher of ``seed``, and that teacher's rows decoded as it is (model 'teacher') and with ER and
+    no re-training ('er_no_train', status 'no re-training'): one row per (task, model, seed) with
+    its six metrics, or NaN and status 'diverged'. The seeds are those of
     ``book.paired.seeds(seed, cfg["seeds"])``."""
     seeds = paired_seeds(seed, cfg["seeds"])
     specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
@@ -86,6 +87,8 @@ def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
         teacher = T.get_model(spec, "teacher", seed)
         res, _ = T.evaluate(teacher, teacher.model, prep, n_new=cfg["n_new"], decoding="vanilla", seed=seed)
         rows.append({"task": spec.task, "model": "teacher", "seed": seed, "status": "teacher", **res})
+        res, _ = T.evaluate(teacher, teacher.model, prep, n_new=cfg["n_new"], decoding="er", seed=seed)
+        rows.append({"task": spec.task, "model": "er_no_train", "seed": seed, "status": "no re-training", **res})
         for v in SINGLE_CHANGE_VARIANTS:
             for s in seeds:
                 res, h = scored(T.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s)

@@ -398,30 +398,34 @@ SINGLE_LABELS = {"only_er": "only-ER", "only_mm": "only-MM"}
 
 
 def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++") -> dict:
-    """Table 3's single-change claim across student seeds, from ``quality_experiments.single_changes``.
+    """Table 3's claims across student seeds, from ``quality_experiments.single_changes``.
 
-    Per (task, only-ER or only-MM): the paired 95 % t interval across seeds of
+    ``single_closer``: per (task, only-ER or only-MM) the paired 95 % t interval across seeds of
     |MERGE − teacher| − |single − teacher| on ``metric`` (positive: the single change is closer to
-    the vanilla model than ER + MM), the same seed's MERGE and single model paired. A seed whose
+    the vanilla model than ER + MM), the same seed's MERGE and single model paired.
+    ``merge_recovers``: per task the interval across seeds of MERGE − the teacher decoded with ER
+    and no re-training (one model, the same at every seed: the spread is MERGE's). A seed whose
     MERGE or single model diverged has no pair. ``distance_by_seed``: each row's |metric − teacher's|
     per seed, the figure's numbers."""
     _need(df.task, tasks, "Table 3 across seeds: tasks")
-    cells, by_seed, dist_by_seed = {}, {}, {}
+    cells, recovers, by_seed, dist_by_seed = {}, {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
-        _need(d.model, ["teacher", *Q.SINGLE_CHANGE_VARIANTS], f"Table 3 across seeds, {task}")
+        _need(d.model, ["teacher", "er_no_train", *Q.SINGLE_CHANGE_VARIANTS], f"Table 3 across seeds, {task}")
         (teacher,) = [num(x) for x in d[d.model == "teacher"][metric]]
+        (er,) = [num(x) for x in d[d.model == "er_no_train"][metric]]
         per = {v: dict(zip(d[d.model == v].seed, map(num, d[d.model == v][metric]))) for v in Q.SINGLE_CHANGE_VARIANTS}
         seeds = sorted(per["merge"])
         dist = {v: [None if per[v].get(s) is None or teacher is None else abs(per[v][s] - teacher) for s in seeds]
                 for v in per}
-        by_seed[task] = {"teacher": teacher, "seeds": [int(s) for s in seeds],
+        by_seed[task] = {"teacher": teacher, "er_no_train": er, "seeds": [int(s) for s in seeds],
                          **{v: [per[v].get(s) for s in seeds] for v in per}}
         dist_by_seed[task] = {"seeds": [int(s) for s in seeds], **dist}
         for v, label in SINGLE_LABELS.items():
             cells[f"{task} / {label}"] = paired_difference(dist["merge"], dist[v]).as_dict()
-    return {"single_closer": cells, "chrf_by_seed": by_seed, "distance_by_seed": dist_by_seed,
-            "n_seeds": max((c["n"] for c in cells.values()), default=0)}
+        recovers[task] = paired_difference([per["merge"][s] for s in seeds], [er] * len(seeds)).as_dict()
+    return {"single_closer": cells, "merge_recovers": recovers, "chrf_by_seed": by_seed,
+            "distance_by_seed": dist_by_seed, "n_seeds": max((c["n"] for c in cells.values()), default=0)}
 
 
 def _noise_readout(g: pd.DataFrame, metric: str) -> dict:

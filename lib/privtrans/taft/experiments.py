@@ -325,18 +325,19 @@ def retraining_runs(bench: Bench, jobs: list[tuple], taft_spec: FitSpec, paragon
     return [row for t, s, f in jobs for row in retraining(bench, t, taft_spec, paragon_spec, n_shards, s, f)]
 
 
-def variant_runs(bench: Bench, base: dict, variants: dict, seeds: list[int], progress=None):
-    """Ablations (Figure 2, Table 12): for every task's ``base`` spec ({task: FitSpec}) and every
-    variant ({name: overrides of the spec}), a cached run per seed on the test split. Returns rows
-    (task, variant, seed, accuracy, delta_norm, config) as a DataFrame."""
+def variant_runs(bench: Bench, specs: dict, seeds: list[int], progress=None):
+    """Ablations (Figure 2, Table 12): for every variant's spec per task (``specs``: {variant: {task:
+    FitSpec}}, from ``selection.variant_specs``), a cached run per seed on the test split. Returns
+    rows (task, variant, seed, accuracy, delta_norm, lr, config) as a DataFrame."""
     import pandas as pd
 
-    jobs = [(t, v, s) for t in base for v in variants for s in seeds]
-    fit_runs(bench, [(t, base[t].with_(**variants[v]), s, "test") for t, v, s in jobs], progress)
+    tasks = list(next(iter(specs.values())))
+    jobs = [(t, v, s) for t in tasks for v in specs for s in seeds]
+    fit_runs(bench, [(t, specs[v][t], s, "test") for t, v, s in jobs], progress)
     rows = []
     for t, v, s in jobs:
-        spec = base[t].with_(**variants[v])
+        spec = specs[v][t]
         r = bench.fit_run(t, spec, s)
         rows.append({"task": t, "variant": v, "seed": s, "accuracy": r["accuracy"], "delta_norm": r["delta_norm"],
-                     "config": describe(spec)})
+                     "lr": spec.lr, "config": describe(spec)})
     return pd.DataFrame(rows)

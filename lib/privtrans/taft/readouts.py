@@ -309,14 +309,33 @@ def _variant_gap(runs: pd.DataFrame, a: str, b: str, tasks=None) -> dict:
     return paired_difference(va, vb).as_dict()
 
 
-def fig2_ablations(runs: pd.DataFrame, far: str = FAR) -> dict:
-    """``runs``: (task, variant, seed, accuracy) for variants 'RSL' (the tuned TAFT-1: RSL, PT = F,
-    CLS = F), 'CE', 'MSE', 'PT=T', 'CLS=T'."""
+def _variants(runs: pd.DataFrame) -> dict:
+    """The seeds, each (task, variant)'s mean accuracy and, with an ``lr`` column, its learning rate."""
     means = {t: {v: mean(per_seed(runs, _seeds(runs), task=t, variant=v)) for v in sorted(runs.variant.unique())}
              for t in sorted(runs.task.unique())}
-    return {"seeds": _seeds(runs), "accuracy": means,
-            "rsl_minus_ce": _variant_gap(runs, "RSL", "CE"), "rsl_minus_mse": _variant_gap(runs, "RSL", "MSE"),
-            "reset_minus_pretrained": _variant_gap(runs, "RSL", "PT=T"),
+    rates = {}
+    if "lr" in runs:
+        for (v, t), lrs in runs.groupby(["variant", "task"]).lr:
+            if lrs.nunique() != 1:
+                raise ValueError(f"variant {v!r} on {t!r} ran at several learning rates {sorted(lrs.unique())}; "
+                                 "a variant has one rate per task")
+            rates.setdefault(v, {})[t] = float(lrs.iloc[0])
+    return {"seeds": _seeds(runs), "accuracy": means, **({"learning_rates": rates} if rates else {})}
+
+
+def fig2a_losses(runs: pd.DataFrame) -> dict:
+    """``runs``: (task, variant, seed, accuracy[, lr]) for variants 'RSL' (TAFT-1: RSL, PT = F, CLS =
+    F), 'CE' and 'MSE', each loss at its own rate (``selection.variant_specs``); the rates are
+    recorded when ``runs`` has an ``lr`` column."""
+    return {**_variants(runs), "rsl_minus_ce": _variant_gap(runs, "RSL", "CE"),
+            "rsl_minus_mse": _variant_gap(runs, "RSL", "MSE")}
+
+
+def fig2bc_linearisation(runs: pd.DataFrame, far: str = FAR) -> dict:
+    """``runs``: (task, variant, seed, accuracy[, lr]) for variants 'RSL' (TAFT-1: RSL, PT = F, CLS =
+    F), 'PT=T' (linearised around the pretrained last block) and 'CLS=T' (CLS token reset and
+    linearised), all at RSL's rate."""
+    return {**_variants(runs), "reset_minus_pretrained": _variant_gap(runs, "RSL", "PT=T"),
             "cls_minus_plain_far": _variant_gap(runs, "CLS=T", "RSL", tasks=[far])}
 
 
