@@ -57,7 +57,7 @@ stability: $(STAMP) $(SPU_STAMP)
 
 VERIFY_N ?= 3
 verify: $(STAMP) $(SPU_STAMP)
-	$(PY) -m privtrans.book.pipeline.verify --n $(VERIFY_N) $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB))
+	$(PY) -m privtrans.book.pipeline.verify --n $(VERIFY_N) $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB)) $(if $(RTOL),--rtol $(RTOL))
 
 # not in `make book`: before GPU hours at PROFILE=paper; DRY_ARGS=--record keeps the estimates for the book
 dry: $(STAMP) $(SPU_STAMP)

@@ -45,7 +45,8 @@ def test_select_takes_the_best_validation_accuracy_and_the_first_of_a_tie(fake_f
     best, table = selection.select(None, "a", specs, seed=7)
     assert (best.lr, best.kappa) == (1e-4, 15.0)
     assert all(split == "val" and seed == 7 for _, _, seed, split in calls[-1])  # never the test split
-    assert list(table.columns) == ["config", "val_accuracy", "seconds"] and len(table) == 4
+    assert list(table.columns) == ["config", "val_accuracy", "seconds", "n_seeds"] and len(table) == 4
+    assert set(table.n_seeds) == {1}
     acc[("a", 1e-3, 5.0, "val")] = 0.9  # a tie with the first listed candidate: the first wins
     first, _ = selection.select(None, "a", specs, seed=7)
     assert describe(first) == describe(specs[0])

@@ -41,14 +41,13 @@ def select(bench: Bench, task: str, specs: list[FitSpec], seed) -> tuple[FitSpec
                      "seconds": sum(r["seconds"] for r in mine), "spec": s})
     df = pd.DataFrame(rows)
     best = df.loc[df.val_accuracy.idxmax(), "spec"]
-    if len(seeds) > 1:
-        df["n_seeds"] = len(seeds)
-    return best, df.drop(columns="spec")
+    return best, df.drop(columns="spec").assign(n_seeds=len(seeds))
 
 
 def chosen(bench: Bench, tasks: list[str], method_cfg: dict, schedule: dict, seed: int) -> dict[str, FitSpec]:
     """{task: the spec ``select`` picks from ``method_cfg``'s grid at ``seed``}: Table 1's choice,
-    which the ablation, PGD and CNN notebooks start from (its runs are cached, so nothing retrains)."""
+    which the PGD (Table 12) and CNN notebooks start from (its runs are cached, so nothing retrains);
+    Figure 2's losses choose their own (``variant_specs``)."""
     grid = grid_specs(method_cfg, schedule)
     return {t: select(bench, t, grid, seed)[0] for t in tasks}
 
