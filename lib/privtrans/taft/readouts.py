@@ -309,10 +309,16 @@ def _variant_gap(runs: pd.DataFrame, a: str, b: str, tasks=None) -> dict:
     return paired_difference(va, vb).as_dict()
 
 
+def _variant_means(runs: pd.DataFrame) -> dict:
+    """{task: {variant: mean accuracy over the seeds}}: the ablation tables' "accuracy"."""
+    seeds = _seeds(runs)
+    return {t: {v: mean(per_seed(runs, seeds, task=t, variant=v)) for v in sorted(runs.variant.unique())}
+            for t in sorted(runs.task.unique())}
+
+
 def _variants(runs: pd.DataFrame) -> dict:
     """The seeds, each (task, variant)'s mean accuracy and, with an ``lr`` column, its learning rate."""
-    means = {t: {v: mean(per_seed(runs, _seeds(runs), task=t, variant=v)) for v in sorted(runs.variant.unique())}
-             for t in sorted(runs.task.unique())}
+    means = _variant_means(runs)
     rates = {}
     if "lr" in runs:
         for (v, t), lrs in runs.groupby(["variant", "task"]).lr:
@@ -351,8 +357,7 @@ def table12_pgd(runs: pd.DataFrame, radii) -> dict:
     radii = sorted(float(r) for r in radii)
     norms = runs.groupby("variant").delta_norm.mean().to_dict()
     return {"seeds": seeds, "radii": radii,
-            "accuracy": {t: {v: mean(per_seed(runs, seeds, task=t, variant=v)) for v in sorted(runs.variant.unique())}
-                         for t in sorted(runs.task.unique())},
+            "accuracy": _variant_means(runs),
             "delta_norm": {k: num(v) for k, v in norms.items()},
             "rsl_minus_ce_small_r": _variant_gap(runs, pgd_variant("rsl", radii[0]), pgd_variant("ce", radii[0])),
             "ce_minus_rsl_large_r": _variant_gap(runs, pgd_variant("ce", radii[-1]), pgd_variant("rsl", radii[-1]))}
@@ -361,8 +366,6 @@ def table12_pgd(runs: pd.DataFrame, radii) -> dict:
 def table9_pretraining(runs: pd.DataFrame) -> dict:
     """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting."""
     r = runs.rename(columns={"backbone": "variant"})
-    means = {t: {v: mean(per_seed(r, _seeds(r), task=t, variant=v)) for v in sorted(r.variant.unique())}
-             for t in sorted(r.task.unique())}
-    return {"seeds": _seeds(r), "accuracy": means, "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
+    return {"seeds": _seeds(r), "accuracy": _variant_means(r), "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
             "larger_minus_smaller": _variant_gap(r, "CLS", "CLS-small"),
             "more_data_minus_cls": _variant_gap(r, "CLS+", "CLS")}
