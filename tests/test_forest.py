@@ -39,3 +39,21 @@ def test_the_landing_page_draws_every_chapter_in_one(tmp_path):
     assert forest.draw(rows, tmp_path / "all.png", with_chapter=True).stat().st_size > 1000
     assert "/book/_generated/forest.png" in forest.directive()
     assert "/book/_generated/taft/forest.png" in forest.directive("taft")
+
+
+def test_a_plot_of_unchanged_bars_is_kept_and_a_change_redraws_it(tmp_path, monkeypatch):
+    cell = {"mean": 0.5, "lo": 0.2, "hi": 0.8, "n": 5}
+    rows = [{"id": "a", "kind": "reproduction", "margin": 0.0, "verdict": "held", "cells": {"": cell}}]
+    path = forest.draw(rows, tmp_path / "f.png")
+    first = path.read_bytes()
+    import matplotlib.figure
+
+    drawn = []
+    real = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: drawn.append(1) or real(self, *a, **k))
+    assert forest.draw(rows, path) == path and drawn == [] and path.read_bytes() == first  # same bars: kept
+    moved = [{**rows[0], "cells": {"": {**cell, "hi": 0.9}}}]
+    assert forest.draw(moved, path) == path and drawn == [1] and path.read_bytes() != first  # another bar: redrawn
+    assert forest.draw([{**moved[0], "verdict": "inconclusive"}], path) and drawn == [1, 1]  # another colour
+    path.write_bytes(b"not a png")  # a damaged file is drawn again, not trusted
+    assert forest.draw([{**moved[0], "verdict": "inconclusive"}], path) and drawn == [1, 1, 1]

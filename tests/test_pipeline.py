@@ -326,6 +326,8 @@ def test_papermill_problems_are_detected(tmp_path):
     nbformat.write(nb, p)
     assert execute.papermill_problem(p) is None
     assert execute.papermill_problem(tmp_path / "missing.ipynb") == "not executed yet"
+    p.write_text('{"cells": [')  # cut short: re-run, not a crash of the build
+    assert "not a readable notebook" in execute.papermill_problem(p)
 
 
 def test_the_toc_and_the_book_pages_follow_the_chapter_registry(tmp_path):
@@ -457,6 +459,18 @@ def test_sphinx_page_keeps_each_script_once():
     # in place: a handler that runs later (sphinx.ext.mathjax) appends to the builder's own list
     assert ctx["script_files"] is scripts
     assert ctx["default_mode"] == "light"  # no "invalid theme mode" console error on a first visit
+
+
+def test_sphinx_page_collapses_the_sidebar_and_keeps_the_other_theme_options():
+    from privtrans.book.pipeline import sphinx_page
+
+    config = {"html_theme_options": {"home_page_in_toc": True, "use_repository_button": False}}
+    sphinx_page.collapsed_sidebar(None, config)
+    assert config["html_theme_options"] == {"home_page_in_toc": True, "use_repository_button": False,
+                                             "collapse_navbar": True}
+    config = {"html_theme_options": None}
+    sphinx_page.collapsed_sidebar(None, config)
+    assert config["html_theme_options"] == {"collapse_navbar": True}
 
 
 def test_every_notebook_page_says_how_to_rerun_it(root):

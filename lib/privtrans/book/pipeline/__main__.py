@@ -78,8 +78,8 @@ def main(argv=None) -> int:
     try:
         with lock.build_lock(root):
             t_start = time.perf_counter()
-            run_all(root, todo, profile, seed, args.force, jobs)
-            return finish(root, all_nbs, profile, seed, args.no_html, t_start)
+            executed = run_all(root, todo, profile, seed, args.force, jobs)
+            return finish(root, all_nbs, profile, seed, args.no_html, t_start, executed)
     except lock.Busy as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -92,8 +92,9 @@ def main(argv=None) -> int:
         return 130
 
 
-def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 1):
-    """Run the notebooks whose inputs changed, one line each with i/n, time and an estimate."""
+def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 1) -> int:
+    """Run the notebooks whose inputs changed, one line each with i/n, time and an estimate; returns
+    how many ran (0: every one was cached)."""
     bar = progress.Progress(todo, [(cache.load_state(root, nb) or {}).get("seconds") for nb in todo], jobs=jobs)
     print(f"Running {len(todo)} notebook(s) at profile {profile}, seed {seed}"
           + (f", up to {jobs} at a time (one per chapter)" if jobs > 1 else ""), flush=True)
@@ -113,6 +114,7 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 
             record(root, nb, profile, seed, key, res, jobs, bar)
     else:
         run_side_by_side(root, stale, profile, seed, jobs, bar)
+    return len(stale)
 
 
 def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: progress.Progress):
@@ -154,8 +156,9 @@ def record(root: Path, nb, profile: str, seed: int, key: str, res: execute.Outco
         print(f"    {res.error}", flush=True)
 
 
-def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start: float) -> int:
-    """Judge the claims, write the summary and pages, build the HTML when every notebook is good."""
+def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start: float, executed: int) -> int:
+    """Judge the claims, write the summary and pages, build the HTML when every notebook is good.
+    ``executed``: how many notebooks this invocation ran (the machine's speed is measured only then)."""
     rows = []
     for nb in all_nbs:
         st = cache.load_state(root, nb) or {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile,
@@ -170,8 +173,8 @@ def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start:
     if profile == DRY:  # one step per loop (privtrans.book.dry): no claim is judged on such numbers
         ran = set()
     claim_rows = report.judge_claims(root, profile, ran, seed)
-    # this machine's speed now, so that two builds' minutes can be compared (pipeline/calibration.py)
-    summary = report.write_summary(root, profile, seed, rows, claim_rows, calibration.reference_seconds())
+    # this machine's speed, so that two builds' minutes can be compared (pipeline/calibration.py)
+    summary = report.write_summary(root, profile, seed, rows, claim_rows, calibration.for_build(root, executed))
 
     failed = [r for r in rows if r["status"] == "failed"]
     not_run = [r for r in rows if r["status"] == "not run"]

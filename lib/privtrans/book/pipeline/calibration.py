@@ -9,8 +9,10 @@ pure-Python loop); the summary records it, and two builds' minutes compare after
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
+from pathlib import Path
 
 REPEATS = 3
 
@@ -45,3 +47,18 @@ def reference_seconds(repeats: int = REPEATS) -> float:
     finally:
         torch.set_num_threads(old)
     return round(statistics.median(times), 4)
+
+
+def for_build(root: Path, ran: int) -> float | None:
+    """The reference time to record beside a build's notebook seconds: measured now when this
+    invocation ran ``ran`` > 0 notebooks; when it ran none (every notebook cached), the last
+    summary's, whose seconds are the ones still recorded. Measuring costs about 4 s (torch's import
+    and the workload), which a re-build that runs nothing (``make book`` again, most of the book's
+    tests) would spend on a number that describes no notebook it ran."""
+    if ran:
+        return reference_seconds()
+    try:
+        old = json.loads((root / "_build" / "summary.json").read_text())["machine"]["reference_s"]
+    except (OSError, ValueError, KeyError, TypeError):
+        old = None
+    return old if isinstance(old, (int, float)) else reference_seconds()

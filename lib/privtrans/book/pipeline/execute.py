@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -11,9 +12,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import jupytext
-import nbformat
 
 from ..progress_bar import LOG_ENV
 from ..runcache import atomic_write_text
@@ -37,7 +35,12 @@ def papermill_problem(path: Path) -> str | None:
     """Why an executed notebook must not be rendered (exception recorded, or it never finished)."""
     if not path.is_file():
         return "not executed yet"
-    meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+    # the metadata read as plain JSON: nbformat's reader validates the whole notebook against its schema,
+    # and importing it (jsonschema's format checkers) took 2 s of every build that ran nothing
+    try:
+        meta = (json.loads(path.read_text(encoding="utf-8")).get("metadata") or {}).get("papermill") or {}
+    except (OSError, ValueError, AttributeError) as e:
+        return f"not a readable notebook ({type(e).__name__}: {e})"
     if not meta:
         return "no papermill metadata (not executed by the pipeline)"
     if meta.get("exception"):
@@ -102,6 +105,8 @@ def echo_progress(log: Path, label: str, stream=None, every: float = 1.0):
 
 
 def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
+    import jupytext
+    import nbformat
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 

@@ -8,6 +8,8 @@ t interval: a cell is held when its whole bar lies right of 0, contradicted when
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -70,6 +72,9 @@ def draw(rows: list[dict], path: Path, with_chapter: bool = False) -> Path | Non
     pts = points(rows, with_chapter)
     if not pts:
         return None
+    key = _key(pts, with_chapter)
+    if _drawn(path, key):  # the same bars by the same code: a build that changed none keeps the file
+        return path
     import matplotlib
 
     matplotlib.use("Agg")
@@ -94,9 +99,37 @@ def draw(rows: list[dict], path: Path, with_chapter: bool = False) -> Path | Non
     ax.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"))
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight",
+                                             metadata={KEY_FIELD: key}))
     plt.close(fig)
     return path
+
+
+KEY_FIELD = "Description"  # a PNG text chunk: what the plot was drawn from, read back by _drawn
+
+
+def _key(pts: list[dict], with_chapter: bool) -> str:
+    """What a plot is drawn from: its bars and the code that draws them (this module, the book's
+    plotting style), so that an edit of either redraws it."""
+    code = b"".join(Path(__file__).parent.parent.joinpath(*f).read_bytes()
+                    for f in (("pipeline", "forest.py"), ("plotting.py",)))
+    blob = json.dumps([pts, with_chapter], sort_keys=True, default=str).encode() + code
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _drawn(path: Path, key: str) -> bool:
+    """Whether ``path`` is a plot this module drew from ``key``. The plots are redrawn by every build,
+    most of them changing nothing (a re-run of one notebook, every test of the pipeline), and drawing
+    the six took about 5 s of each."""
+    if not path.is_file():
+        return False
+    try:
+        from PIL import Image  # matplotlib's own dependency
+
+        with Image.open(path) as im:
+            return im.text.get(KEY_FIELD) == key
+    except (OSError, ValueError):
+        return False
 
 
 def directive(chapter: str | None = None) -> str:

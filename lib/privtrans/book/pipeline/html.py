@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
-
 from ..chapters import PROFILES, toc_yaml
 from ..runcache import atomic_write_text
 from . import library
@@ -119,6 +117,8 @@ def add_rerun_note(notebook, nb: Notebook, repository: dict | None = None) -> bo
             return False
         old.source = text
         return True
+    import nbformat
+
     cell = nbformat.v4.new_markdown_cell(text, metadata={"tags": [RERUN_TAG]})
     first_md = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown"), -1)
     notebook.cells.insert(first_md + 1, cell)
@@ -143,6 +143,8 @@ def write_redirect_page(index: Path) -> None:
 
 def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     """Build into _build/jb, check, then swap into _build/html. Returns (ok, message)."""
+    import nbformat  # here, not at the top: a build that writes no HTML never pays its import (2 s)
+
     problem = toc_problem(root)
     if problem:
         return False, problem
