@@ -42,9 +42,9 @@ def test_summary_and_status_page_carry_it(tmp_path):
 def test_a_build_that_ran_nothing_keeps_the_last_measurement(tmp_path, monkeypatch):
     measured = []
     monkeypatch.setattr(calibration, "reference_seconds", lambda: measured.append(1) or 0.5)
-    assert calibration.for_build(tmp_path, ran=0) == 0.5 and len(measured) == 1  # no summary yet: measured
+    assert calibration.for_build(tmp_path, executed=0) == 0.5 and len(measured) == 1  # no summary yet: measured
     report.write_summary(tmp_path, "smoke", 0, NOTEBOOKS, CLAIMS, reference_s=0.1234)
-    assert calibration.for_build(tmp_path, ran=0) == 0.1234 and len(measured) == 1  # all cached: the last one
-    assert calibration.for_build(tmp_path, ran=3) == 0.5 and len(measured) == 2  # notebooks ran: measured now
+    assert calibration.for_build(tmp_path, executed=0) == 0.1234 and len(measured) == 1  # all cached: the last one
+    assert calibration.for_build(tmp_path, executed=3) == 0.5 and len(measured) == 2  # notebooks ran: measured now
     report.write_summary(tmp_path, "smoke", 0, NOTEBOOKS, CLAIMS)  # a summary without one
-    assert calibration.for_build(tmp_path, ran=0) == 0.5 and len(measured) == 3
+    assert calibration.for_build(tmp_path, executed=0) == 0.5 and len(measured) == 3

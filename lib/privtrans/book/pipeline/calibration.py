@@ -9,10 +9,11 @@ pure-Python loop); the summary records it, and two builds' minutes compare after
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
+
+from ..runcache import read_json
 
 REPEATS = 3
 
@@ -49,16 +50,13 @@ def reference_seconds(repeats: int = REPEATS) -> float:
     return round(statistics.median(times), 4)
 
 
-def for_build(root: Path, ran: int) -> float | None:
+def for_build(root: Path, executed: int) -> float | None:
     """The reference time to record beside a build's notebook seconds: measured now when this
-    invocation ran ``ran`` > 0 notebooks; when it ran none (every notebook cached), the last
+    invocation ran ``executed`` > 0 notebooks; when it ran none (every notebook cached), the last
     summary's, whose seconds are the ones still recorded. Measuring costs about 4 s (torch's import
     and the workload), which a re-build that runs nothing (``make book`` again, most of the book's
     tests) would spend on a number that describes no notebook it ran."""
-    if ran:
+    if executed:
         return reference_seconds()
-    try:
-        old = json.loads((root / "_build" / "summary.json").read_text())["machine"]["reference_s"]
-    except (OSError, ValueError, KeyError, TypeError):
-        old = None
+    old = ((read_json(root / "_build" / "summary.json") or {}).get("machine") or {}).get("reference_s")
     return old if isinstance(old, (int, float)) else reference_seconds()

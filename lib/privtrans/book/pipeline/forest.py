@@ -111,8 +111,8 @@ KEY_FIELD = "Description"  # a PNG text chunk: what the plot was drawn from, rea
 def _key(pts: list[dict], with_chapter: bool) -> str:
     """What a plot is drawn from: its bars and the code that draws them (this module, the book's
     plotting style), so that an edit of either redraws it."""
-    code = b"".join(Path(__file__).parent.parent.joinpath(*f).read_bytes()
-                    for f in (("pipeline", "forest.py"), ("plotting.py",)))
+    here = Path(__file__)
+    code = here.read_bytes() + here.parents[1].joinpath("plotting.py").read_bytes()
     blob = json.dumps([pts, with_chapter], sort_keys=True, default=str).encode() + code
     return hashlib.sha256(blob).hexdigest()
 
