@@ -8,6 +8,8 @@ differ only by float rounding (cuda's kernels sum in another order): a few steps
 agree to about 1e-4. Every function hands its model back on the CPU, so what the run cache stores
 loads on any machine."""
 
+import os
+
 import pytest
 import torch
 
@@ -27,6 +29,31 @@ def test_resolve_takes_the_given_device_else_the_picked_one(monkeypatch):
     monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")
     assert D.resolve(None) == torch.device("cpu")
     assert D.resolve("meta") == torch.device("meta")
+
+
+@pytest.fixture
+def kernels_restored():
+    """torch's global kernel settings as they were, after a test that switches them."""
+    old = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+           torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
+    yield
+    torch.use_deterministic_algorithms(old[0], warn_only=old[1])
+    torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = old[2], old[3]
+
+
+def test_a_session_on_a_gpu_asks_for_deterministic_kernels(monkeypatch, kernels_restored):
+    """Only the device's name is read, so this runs without a GPU: the switches are torch's own."""
+    from privtrans.book import session
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")
+    torch.use_deterministic_algorithms(False)
+    assert D.deterministic() is False and not torch.are_deterministic_algorithms_enabled()
+    monkeypatch.setenv("PRIVTRANS_DEVICE", "cuda")
+    session.seed_everything(0)
+    assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+    assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == D.CUBLAS_WORKSPACE
 
 
 def _close(a: dict, b: dict, atol=2e-4, rtol=2e-3):

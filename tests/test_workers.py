@@ -61,3 +61,25 @@ def test_bad_worker_counts_are_named(monkeypatch):
     assert 1 <= workers.default_workers() <= workers.MAX_DEFAULT
     with pytest.raises(ValueError, match="workers must be a positive integer"):
         workers.in_parallel([lambda: None], workers=0)
+
+
+_SEEN_IN_WORKER = """
+import sys, torch
+from pathlib import Path
+from privtrans.book import workers
+assert "torch._dynamo" not in sys.modules, "importing torch alone imported its compiler front end"
+out = Path(sys.argv[1])
+def seen(i):
+    (out / f"{i}.txt").write_text(str("torch._dynamo" in sys.modules))
+workers.in_parallel([lambda i=i: seen(i) for i in range(2)], workers=2)
+"""
+
+
+def test_workers_are_forked_with_torchs_compiler_front_end_already_imported(tmp_path):
+    """Each worker's first optimizer would otherwise import torch._dynamo itself (about 2 s each)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PRIVTRANS_DEVICE="cpu")
+    subprocess.run([sys.executable, "-c", _SEEN_IN_WORKER, str(tmp_path)], check=True, env=env, timeout=120)
+    assert sorted(p.read_text() for p in tmp_path.glob("*.txt")) == ["True", "True"]

@@ -35,3 +35,24 @@ def placed(model, device=None):
         yield dev
     finally:
         model.to(home)
+
+
+CUBLAS_WORKSPACE = ":4096:8"  # one of the two settings NVIDIA documents for reproducible cuBLAS
+
+
+def deterministic(device=None) -> bool:
+    """On a GPU, ask torch for deterministic kernels, so that a cold re-run (``make verify``) records
+    what the cached build recorded: cuBLAS with a fixed workspace (``CUBLAS_WORKSPACE_CONFIG``, read
+    at cuBLAS's first call, so set before any), cuDNN without autotuning, and
+    ``torch.use_deterministic_algorithms`` with ``warn_only`` (an op with no deterministic kernel warns
+    rather than stopping a `paper` run hours in). Nothing on a CPU, whose kernels give the same
+    values at a fixed thread count. Returns whether it switched anything."""
+    import torch
+
+    if resolve(device).type != "cuda":
+        return False
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    return True

@@ -73,6 +73,9 @@ def seed_everything(seed: int) -> np.random.Generator:
         import torch
 
         torch.manual_seed(seed)
+        from .device import deterministic
+
+        deterministic()  # on a GPU only: a re-run records the same values
     except ImportError:
         pass
     return np.random.default_rng(seed)

@@ -204,14 +204,6 @@ def benches(backbones: dict, backbone_seed: int, task_cfg: dict, train_per_class
     return {name: Bench(b, backbone_seed, task_cfg, train_per_class) for name, b in backbones.items()}
 
 
-def mean_sd_table(runs, index, columns, value: str = "accuracy"):
-    """The tables of our numbers beside the paper's: mean and sd over seeds of ``value`` in points
-    (×100, one decimal), one row per ``index``, a (mean, sd) column pair per ``columns``."""
-    keys = ([index] if isinstance(index, str) else list(index)) + [columns]
-    return (runs.groupby(keys)[value].agg(["mean", "std"]).mul(100).round(1)
-            .reset_index().pivot(index=index, columns=columns))
-
-
 def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[int], seeds: list[int],
                      progress=None, measure_all: bool = False):
     """Tables 2, 10 and 11: for every task, N and seed, each method's N shard models composed by
