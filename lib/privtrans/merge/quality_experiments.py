@@ -70,17 +70,21 @@ def table3_tasks(cfg: dict, seed: int) -> tuple[pd.DataFrame, dict]:
 
 #: the rows whose chrF++ the single-change claim compares (Table 3: ER + MM against each change alone)
 SINGLE_CHANGE_VARIANTS = ("merge", "only_er", "only_mm")
+#: the baseline MERGE is claimed to be close to (Table 3's BERTScore, §5.4), re-trained at the same seeds
+CLOSE_TO = "mpcformer_sf2relu"
+#: every row re-trained at each paired student seed
+STUDENT_SEED_VARIANTS = (*SINGLE_CHANGE_VARIANTS, CLOSE_TO)
 
 
-def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
-    """Table 3's MERGE, only-ER and only-MM rows re-trained at each paired student seed from the one
-    teacher of ``seed``, and that teacher's rows decoded as it is (model 'teacher') and with ER and
-    no re-training ('er_no_train', status 'no re-training'): one row per (task, model, seed) with
-    its six metrics, or NaN and status 'diverged'. The seeds are those of
+def across_student_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
+    """Table 3's MERGE, only-ER, only-MM and MPCformer (sf2relu) rows re-trained at each paired
+    student seed from the one teacher of ``seed``, and that teacher's rows decoded as it is (model
+    'teacher') and with ER and no re-training ('er_no_train', status 'no re-training'): one row per
+    (task, model, seed) with its six metrics, or NaN and status 'diverged'. The seeds are those of
     ``book.paired.seeds(seed, cfg["seeds"])``."""
     seeds = paired_seeds(seed, cfg["seeds"])
     specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
-    T.train_missing(specs, ["teacher", *SINGLE_CHANGE_VARIANTS], seed, progress=progress, student_seeds=seeds)
+    T.train_missing(specs, ["teacher", *STUDENT_SEED_VARIANTS], seed, progress=progress, student_seeds=seeds)
     rows = []
     for spec in specs:
         prep = T.prepared(spec)
@@ -89,7 +93,7 @@ def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
         rows.append({"task": spec.task, "model": "teacher", "seed": seed, "status": "teacher", **res})
         res, _ = T.evaluate(teacher, teacher.model, prep, n_new=cfg["n_new"], decoding="er", seed=seed)
         rows.append({"task": spec.task, "model": "er_no_train", "seed": seed, "status": "no re-training", **res})
-        for v in SINGLE_CHANGE_VARIANTS:
+        for v in STUDENT_SEED_VARIANTS:
             for s in seeds:
                 res, h = scored(T.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s)
                 rows.append({"task": spec.task, "model": v, "seed": s,
@@ -97,10 +101,15 @@ def single_changes(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def robustness_tasks(cfg: dict, seed: int) -> pd.DataFrame:
-    """``robustness`` for every task of ``cfg["tasks"]`` with its ``variants``, ``noise_levels``, ``n_eval``."""
-    return pd.concat([robustness(T.Spec.from_cfg(task, cfg), seed, cfg["variants"], cfg["noise_levels"],
-                                 cfg["n_new"], cfg["n_eval"]) for task in cfg["tasks"]], ignore_index=True)
+def robustness_tasks(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
+    """``robustness`` for every task of ``cfg["tasks"]`` with its ``variants``, ``noise_levels``,
+    ``n_eval``, the re-trained variants at each of ``book.paired.seeds(seed, cfg["seeds"])`` (student
+    seeds from the one teacher of ``seed``, the models of the Table 3 seeds notebook)."""
+    seeds = paired_seeds(seed, cfg["seeds"])
+    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    T.train_missing(specs, ["teacher", *cfg["variants"]], seed, progress=progress, student_seeds=seeds)
+    return pd.concat([robustness(spec, seed, cfg["variants"], cfg["noise_levels"], cfg["n_new"], cfg["n_eval"],
+                                 student_seeds=seeds) for spec in specs], ignore_index=True)
 
 
 def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
@@ -137,20 +146,27 @@ def scored(tr: T.Trained, teacher: T.Trained, prep, n_new: int, decoding=None, s
 
 
 def robustness(spec: T.Spec, seed: int, variants: list[str], noise_levels: list[float], n_new: int,
-               n_eval: int | None = None) -> pd.DataFrame:
+               n_eval: int | None = None, student_seeds=None) -> pd.DataFrame:
     """Figure 5: quality under U(-ε, ε) noise on the embedding of every generated token, for
-    ε = level × RMS(token embeddings) of each model; x-axis = relative MSE = level² / 3."""
+    ε = level × RMS(token embeddings) of each model; x-axis = relative MSE = level² / 3.
+
+    Every model at every level with the noise stream of ``seed`` (the figure); at each other seed of
+    ``student_seeds``, the re-trained variants of that student seed and the one teacher again, at no
+    noise and at the largest level only, with that seed's noise stream (the claim compares the drop
+    between the two, paired by seed). Column ``seed``: the student seed and noise stream."""
     prep = T.prepared(spec)
     teacher = T.get_model(spec, "teacher", seed)
     examples = prep.task.test[:n_eval] if n_eval else prep.task.test
+    ends = [min(noise_levels), max(noise_levels)]
     rows = []
-    for v in variants:
-        tr = teacher if v == "teacher" else T.get_model(spec, v, seed)
-        for lvl in noise_levels:
-            res, _ = T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
-                                seed=seed, examples=examples)
-            rows.append({"task": spec.task, "model": "vanilla (teacher)" if v == "teacher" else VARIANT_LABELS.get(v, v),
-                         "variant": v, "noise": lvl, "rel_mse": lvl**2 / 3, **res})
+    for s in dict.fromkeys([seed, *(student_seeds or [])]):
+        for v in variants:
+            tr = teacher if v == "teacher" else T.get_model(spec, v, s, teacher_seed=seed)
+            for lvl in noise_levels if s == seed else ends:
+                res, _ = T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
+                                    seed=s, examples=examples)
+                rows.append({"task": spec.task, "model": "vanilla (teacher)" if v == "teacher" else VARIANT_LABELS.get(v, v),
+                             "variant": v, "seed": s, "noise": lvl, "rel_mse": lvl**2 / 3, **res})
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from privtrans.book.paired import paired_difference
 from privtrans.book.readouts import num, ratio, strict
+from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 
 from . import cost_experiments as C
 from . import quality_experiments as Q
@@ -397,24 +398,30 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
 SINGLE_LABELS = {"only_er": "only-ER", "only_mm": "only-MM"}
 
 
-def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++") -> dict:
-    """Table 3's claims across student seeds, from ``quality_experiments.single_changes``.
+def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_metric: str = "BERTScore-proxy") -> dict:
+    """Table 3's claims across student seeds, from ``quality_experiments.across_student_seeds``.
 
     ``single_closer``: per (task, only-ER or only-MM) the paired 95 % t interval across seeds of
     |MERGE − teacher| − |single − teacher| on ``metric`` (positive: the single change is closer to
     the vanilla model than ER + MM), the same seed's MERGE and single model paired.
     ``merge_recovers``: per task the interval across seeds of MERGE − the teacher decoded with ER
-    and no re-training (one model, the same at every seed: the spread is MERGE's). A seed whose
-    MERGE or single model diverged has no pair. ``distance_by_seed``: each row's |metric − teacher's|
-    per seed, the figure's numbers."""
+    and no re-training (one model, the same at every seed: the spread is MERGE's).
+    ``merge_minus_mpcformer``: per task the interval across seeds of MERGE − MPCformer (sf2relu) on
+    ``close_metric``, the same seed's two students paired (the claim: at most a small margin below).
+    A seed whose model diverged has no pair. ``distance_by_seed``: each row's |metric − teacher's|
+    per seed, the figure's numbers; ``chrf_by_seed`` and ``close_by_seed`` the compared scores."""
     _need(df.task, tasks, "Table 3 across seeds: tasks")
-    cells, recovers, by_seed, dist_by_seed = {}, {}, {}, {}
+    cells, recovers, close, by_seed, dist_by_seed, close_by_seed = {}, {}, {}, {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
-        _need(d.model, ["teacher", "er_no_train", *Q.SINGLE_CHANGE_VARIANTS], f"Table 3 across seeds, {task}")
+        _need(d.model, ["teacher", "er_no_train", *Q.STUDENT_SEED_VARIANTS], f"Table 3 across seeds, {task}")
+
+        def per_seed(v, col):
+            return dict(zip(d[d.model == v].seed, map(num, d[d.model == v][col])))
+
         (teacher,) = [num(x) for x in d[d.model == "teacher"][metric]]
         (er,) = [num(x) for x in d[d.model == "er_no_train"][metric]]
-        per = {v: dict(zip(d[d.model == v].seed, map(num, d[d.model == v][metric]))) for v in Q.SINGLE_CHANGE_VARIANTS}
+        per = {v: per_seed(v, metric) for v in Q.SINGLE_CHANGE_VARIANTS}
         seeds = sorted(per["merge"])
         dist = {v: [None if per[v].get(s) is None or teacher is None else abs(per[v][s] - teacher) for s in seeds]
                 for v in per}
@@ -424,7 +431,11 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++") -> dict:
         for v, label in SINGLE_LABELS.items():
             cells[f"{task} / {label}"] = paired_difference(dist["merge"], dist[v]).as_dict()
         recovers[task] = paired_difference([per["merge"][s] for s in seeds], [er] * len(seeds)).as_dict()
-    return {"single_closer": cells, "merge_recovers": recovers, "chrf_by_seed": by_seed,
+        near = {v: per_seed(v, close_metric) for v in ("merge", Q.CLOSE_TO)}
+        close_by_seed[task] = {"seeds": [int(s) for s in seeds], **{v: [near[v].get(s) for s in seeds] for v in near}}
+        close[task] = paired_difference(close_by_seed[task]["merge"], close_by_seed[task][Q.CLOSE_TO]).as_dict()
+    return {"single_closer": cells, "merge_recovers": recovers, "merge_minus_mpcformer": close,
+            "chrf_by_seed": by_seed, "close_by_seed": close_by_seed,
             "distance_by_seed": dist_by_seed, "n_seeds": max((c["n"] for c in cells.values()), default=0)}
 
 
@@ -440,18 +451,33 @@ def _noise_readout(g: pd.DataFrame, metric: str) -> dict:
 
 def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
                          metrics=("chrF++", "ROUGE-L")) -> dict:
-    """Figure 5 from ``quality_experiments.robustness_tasks``: per task, model and metric the clean
-    score, the score at the largest noise, the (relative) drop and the mean over ``MID_MSE``; and
-    how many noise-trained (task, model) pairs lose a smaller share of chrF++ than the teacher."""
+    """Figure 5 from ``quality_experiments.robustness_tasks``.
+
+    The figure's seed (the sweep's first): per task, model and metric the clean score, the score at
+    the largest noise, the (relative) drop and the mean over ``MID_MSE``, and how many noise-trained
+    (task, model) pairs lose a smaller share of chrF++ than the teacher. Across seeds:
+    ``more_robust``, per (task, noise-trained model) the paired 95 % t interval of the teacher's
+    relative chrF++ drop − the model's (positive: the model loses the smaller share), the teacher and
+    the model of one seed decoded with that seed's noise; a drop from a clean score of 0 is undefined
+    and leaves its seed unpaired. ``rel_drop_by_seed``: the compared drops."""
     _need(variants, ["teacher"], "Figure 5 variants")
-    rec = {}
+    sweep = sweep if "seed" in sweep else sweep.assign(seed=0)
+    first = sweep.seed.min()
+    rec, by_seed, more = {}, {}, {}
     for t in tasks:
-        rec[t] = {}
+        rec[t], drops = {}, {}
         for v in variants:
-            g = sweep[(sweep.task == t) & (sweep.variant == v)].sort_values("noise")
-            if g.empty or g.noise.iloc[0] != 0:
+            g = sweep[(sweep.task == t) & (sweep.variant == v)]
+            if g.empty or (g[g.seed == first].noise.min() != 0):
                 raise MissingResult(f"Figure 5 has no noise-free run of {v!r} on {t!r}")
-            rec[t][v] = {m: _noise_readout(g, m) for m in metrics}
+            rec[t][v] = {m: _noise_readout(g[g.seed == first].sort_values("noise"), m) for m in metrics}
+            drops[v] = {int(s): _noise_readout(gs.sort_values("noise"), "chrF++")["rel_drop"]
+                        for s, gs in g.groupby("seed") if gs.noise.min() == 0}
+        seeds = sorted(drops["teacher"])
+        by_seed[t] = {"seeds": seeds, **{v: [drops[v].get(s) for s in seeds] for v in variants}}
+        for v in variants:
+            if v != "teacher":
+                more[f"{t} / {VARIANT_LABELS.get(v, v)}"] = paired_difference(by_seed[t]["teacher"], by_seed[t][v]).as_dict()
 
     def more_robust(t, v, m="chrF++"):
         a, b = rec[t][v][m]["rel_drop"], rec[t]["teacher"][m]["rel_drop"]
@@ -464,9 +490,12 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
         chrf_clean_and_noisiest={t: {v: [rec[t][v]["chrF++"]["clean"], rec[t][v]["chrF++"]["max_noise"]]
                                      for v in variants} for t in tasks},
         teacher_rel_drop_chrf={t: rec[t]["teacher"]["chrF++"]["rel_drop"] for t in tasks},
-        # a pair whose drop is undefined does not count as more robust
+        # the figure's seed alone; a pair whose drop is undefined does not count as more robust
         n_er_trained_more_robust=sum(more_robust(t, v) is True for t, v in trained),
         n_er_trained=len(trained),
+        more_robust=more,
+        rel_drop_by_seed=by_seed,
+        n_seeds=max((c["n"] for c in more.values()), default=0),
         only_er_mid_ge_teacher={t: None if None in (mid(t, "only_er"), mid(t, "teacher"))
                                 else mid(t, "only_er") >= mid(t, "teacher") for t in tasks}
         if "only_er" in variants else {},
