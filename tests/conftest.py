@@ -10,7 +10,8 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 REPO = Path(__file__).resolve().parents[1]
-IGNORE = shutil.ignore_patterns(".venv", "_build", "_executed", "_generated", ".git", "__pycache__",
+# .venv-spu too (1 GB, 7,500 files): a copy's build runs the checkout's SPU environment (pipeline())
+IGNORE = shutil.ignore_patterns(".venv", ".venv-spu", "_build", "_executed", "_generated", ".git", "__pycache__",
                                 ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
 
 
@@ -74,7 +75,11 @@ def cr():
 
 
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
+    from privtrans.mpc_attention import spu
+
     env = dict(os.environ, PRIVTRANS_ROOT=str(root))
+    if (REPO / ".venv-spu").is_dir() and not (root / ".venv-spu").exists():
+        env.setdefault(spu.ENV_VAR, str(REPO / ".venv-spu" / "bin" / "python"))
     return subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args],
                           cwd=root, env=env, capture_output=True, text=True, timeout=1500)
 
