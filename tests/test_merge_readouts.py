@@ -505,7 +505,7 @@ def test_fig6_claims_ask_every_student_seed():
     by_seed = {0: good, 1: trained("merge", [3.0, 2.0, 1.0], val_ce=[3.0, 2.0, 1.0]),
                2: trained("merge", [4.0, 2.0, 1.6], val_ce=[1.5, 1.2, 1.0])}
     out = R.fig6_retraining(runs, teacher, "acts", by_seed)
-    assert out["n_merge_seeds"] == 3 and out["n_merge_converged_stably"] == 3
+    assert out["n_merge_seeds"] == 3 and out["n_merge_converged_stably"] == 3 and out["seeds"] == [0, 1, 2]
     assert out["max_merge_val_ratio"] == pytest.approx(0.4)
     assert out["min_merge_swap_ce_jump"] == pytest.approx(1.5)
     assert out["merge_by_seed"]["1"]["swap_ce_jump"] == pytest.approx(3.0)
@@ -592,7 +592,7 @@ def test_table3_seeds_judges_each_pair_across_seeds():
     out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts", "concepts", "chat"])
     cell = out["single_closer"]["acts / only-ER"]
     assert cell["n"] == 3 and cell["mean"] == pytest.approx(5.0 - np.mean([0.0, -0.7, 0.5]))
-    assert out["n_seeds"] == 3 and out["chrf_by_seed"]["chat"]["teacher"] == 40.0
+    assert out["n_seeds"] == 3 and out["chrf_by_seed"]["chat"]["teacher"] == 40.0 and out["seeds"] == SEEDS3
     assert out["chrf_by_seed"]["acts"]["seeds"] == SEEDS3
     assert out["distance_by_seed"]["acts"]["merge"] == pytest.approx([8.0] * 3)
     assert out["distance_by_seed"]["acts"]["only_er"] == pytest.approx([3.0, 2.3, 3.5])
@@ -782,7 +782,7 @@ def test_fig5_values_and_claim():
     assert out["rel_drop_by_seed"]["chat"]["teacher"] == pytest.approx([0.9, 0.8, 0.85])
     cell = out["more_robust"]["chat / MERGE (ER+MM)"]
     assert cell["n"] == 3 and cell["mean"] == pytest.approx(np.mean([0.9 - 1 / 3, 0.8 - 0.3, 0.85 - 10 / 32]))
-    assert out["n_seeds"] == 3
+    assert out["n_seeds"] == 3 and out["seeds"] == [0, 1, 2]
     assert interval_verdict("fig5_er_training_resists_noise", out) == "held"
 
 

@@ -318,7 +318,8 @@ def fig6_retraining(runs: dict, teacher, task: str, merge_by_seed: dict | None =
                                                      and v < CONVERGED_BELOW),
                             "swap_ce_jump": ratio(r.history["val"]["ce"][0], teacher_ce)}
     jumps = [p["swap_ce_jump"] for p in per_seed.values()]
-    return dict(runs=rows, task=task, swap_ce_jump=swap, teacher_val_ce=teacher_ce,
+    seeds = {"seeds": sorted(int(s) for s in merge_by_seed)} if merge_by_seed else {}
+    return dict(**seeds, runs=rows, task=task, swap_ce_jump=swap, teacher_val_ce=teacher_ce,
                 merge_converged=m["converged"], merge_stable=m["stable"],
                 merge_val_ratio=m["val_end_over_start"], merge_val_rises_initially=m["val_rises_initially"],
                 merge_by_seed=per_seed, n_merge_seeds=len(per_seed),
@@ -455,7 +456,8 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_me
         near = {v: per_seed(v, close_metric) for v in ("merge", Q.CLOSE_TO)}
         close_by_seed[task] = {"seeds": [int(s) for s in seeds], **{v: [near[v].get(s) for s in seeds] for v in near}}
         close[task] = paired_difference(close_by_seed[task]["merge"], close_by_seed[task][Q.CLOSE_TO]).as_dict()
-    return {"single_closer": cells, "merge_recovers": recovers, "merge_minus_mpcformer": close,
+    return {"seeds": sorted({int(s) for s in df[df.model == "merge"].seed}),
+            "single_closer": cells, "merge_recovers": recovers, "merge_minus_mpcformer": close,
             "chrf_by_seed": by_seed, "close_by_seed": close_by_seed,
             "distance_by_seed": dist_by_seed, "n_seeds": max((c["n"] for c in cells.values()), default=0)}
 
@@ -507,6 +509,7 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
     trained = [(t, v) for t in tasks for v in variants if v != "teacher"]
     mid = lambda t, v: rec[t][v]["chrF++"]["mid_mean"]  # noqa: E731
     return dict(
+        seeds=sorted({int(s) for s in sweep.seed}),
         readout=rec,
         chrf_clean_and_noisiest={t: {v: [rec[t][v]["chrF++"]["clean"], rec[t][v]["chrF++"]["max_noise"]]
                                      for v in variants} for t in tasks},
