@@ -276,6 +276,22 @@ def test_training_reduces_loss_and_student_runs(tmp_path, monkeypatch):
     assert not own.cached and T.get_model(spec, "teacher", seed=1).cached
 
 
+@pytest.mark.parametrize("profile", ["smoke", "ci", "paper"])
+def test_the_seeded_notebooks_share_their_student_models(profile):
+    """Figures 5 and 6 and Table 3 across seeds re-train students at the same paired seeds from the same
+    settings, so each model is trained once and read from the run cache by the others: one seed count
+    and one training spec per task across the three experiments."""
+    from privtrans.book import profiles
+
+    cfgs = {e: profiles.settings("merge", e, profile) for e in ("fig6_retraining", "fig5_embedding_noise", "table3_seeds")}
+    assert len({c["seeds"] for c in cfgs.values()}) == 1, {e: c["seeds"] for e, c in cfgs.items()}
+    tasks = [cfgs["fig6_retraining"]["task"], *cfgs["fig5_embedding_noise"]["tasks"]]
+    assert set(tasks) <= set(cfgs["table3_seeds"]["tasks"])
+    for task in tasks:
+        specs = [T.Spec.from_cfg(task, c).to_dict() for c in cfgs.values()]
+        assert all(s == specs[0] for s in specs), task
+
+
 def test_greedy_batch_matches_generate_and_grouping():
     spec = _tiny_spec()
     prep = T.prepared(spec)
