@@ -305,18 +305,22 @@ def fig6_retraining(runs: dict, teacher, task: str, merge_by_seed: dict | None =
     _need(runs, ["merge"], "Figure 6 runs")
     rows = {v: Q.retraining_summary(r) for v, r in runs.items()}
     teacher_ce = teacher.history["val"]["ce"][-1]
-    # the architecture swap: validation CE right after the student is built from the teacher (step 0)
-    # against the teacher's own final validation CE
-    swap = {v: ratio(r.history["val"]["ce"][0], teacher_ce) for v, r in runs.items()}
+
+    def jump(r):
+        """The architecture swap: validation CE right after the student is built from the teacher
+        (step 0) against the teacher's own final validation CE."""
+        return ratio(r.history["val"]["ce"][0], teacher_ce)
+
+    swap = {v: jump(r) for v, r in runs.items()}
     m = rows["merge"]
     per_seed = {}
-    for s, r in sorted((merge_by_seed or {"figure": runs["merge"]}).items(), key=lambda kv: str(kv[0])):
+    for s, r in sorted(merge_by_seed.items()) if merge_by_seed else [("figure", runs["merge"])]:
         q = Q.retraining_summary(r)
         v = q["val_end_over_start"]
         per_seed[str(s)] = {"converged": q["converged"], "stable": q["stable"], "val_end_over_start": v,
                             "converged_stably": bool(q["converged"] and q["stable"] and v is not None
                                                      and v < CONVERGED_BELOW),
-                            "swap_ce_jump": ratio(r.history["val"]["ce"][0], teacher_ce)}
+                            "swap_ce_jump": jump(r)}
     jumps = [p["swap_ce_jump"] for p in per_seed.values()]
     seeds = {"seeds": sorted(int(s) for s in merge_by_seed)} if merge_by_seed else {}
     return dict(**seeds, runs=rows, task=task, swap_ce_jump=swap, teacher_val_ce=teacher_ce,
