@@ -171,7 +171,7 @@ def judge_intervals(value, margin: float, need=None, effect: float | None = None
     n_unjudged = sum(v == NOT_JUDGED for v in verdicts.values())
     total = len(cs)
     rule = ("the interval" if total == 1 else
-            f"{'all' if k == total else k} of the {total} cells' intervals")
+            f"{'all' if k == total else f'at least {k}'} of the {total} cells' intervals")
     if n_held >= k:
         verdict = HELD
     elif n_contra > total - k:
