@@ -162,3 +162,29 @@ def test_every_typed_spec_builds_at_paper_as_at_ci(ch):
     built = {p: sum(BUILDERS[ch](profiles.settings(ch, exp, p)) for c, exp in experiments() if c == ch)
              for p in PROFILES}
     assert built["ci"] > 0 and built["paper"] > 0, built
+
+
+# The claims issue's seed rule: a comparison judged across paired seeds gets at least 5 of them at
+# `ci` and 10 at `paper`. The keys that count a claim's paired seeds; `grid_seeds` only at `paper`,
+# since the `ci` grids have one seed per cell and their claims say they are not judged there.
+SEED_KEYS = {"seeds": (5, 10), "retrain_seeds": (5, 10), "grid_diag_seeds": (5, 10), "grid_seeds": (None, 10)}
+
+
+def seeded_experiments():
+    from privtrans.book import claims
+
+    out = set()
+    for ch in chapters.KEYS:
+        for c in claims.load(ch)["claims"]:
+            if c.get("kind") == "reproduction" and "interval" in c and "ci" in c.get("profiles", PROFILES):
+                out.add((ch, c["notebook"]))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("chapter,experiment", seeded_experiments())
+def test_interval_claims_get_five_seeds_at_ci_and_ten_at_paper(chapter, experiment):
+    for i, profile in enumerate(PROFILES):
+        cfg = profiles.settings(chapter, experiment, profile)
+        for key, floors in SEED_KEYS.items():
+            if key in cfg and floors[i] is not None:
+                assert cfg[key] >= floors[i], f"{chapter}/{experiment} at {profile}: {key} = {cfg[key]} < {floors[i]}"
