@@ -188,3 +188,12 @@ def test_interval_claims_get_five_seeds_at_ci_and_ten_at_paper(chapter, experime
         for key, floors in SEED_KEYS.items():
             if key in cfg and floors[i] is not None:
                 assert cfg[key] >= floors[i], f"{chapter}/{experiment} at {profile}: {key} = {cfg[key]} < {floors[i]}"
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_figure9_reads_table1s_models(profile):
+    """Figure 9 holds its own copy of Table 1's seeds and ε (smoke runs fewer); at ci and paper they
+    must equal Table 1's, or notebook 08 trains models of its own instead of reading Table 1's."""
+    fig9 = profiles.settings("dpformer", "fig9_attention_shift", profile)
+    table1 = profiles.settings("dpformer", fig9["models_from"], profile)
+    assert (fig9["seeds"], fig9["epsilons"]) == (table1["seeds"], table1["epsilons"])

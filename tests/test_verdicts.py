@@ -43,7 +43,7 @@ def test_held_contradicted_inconclusive_and_not_judged():
     assert V.judge_intervals({"x": up, "y": wide}, 0.0)[0] == V.INCONCLUSIVE
     assert V.judge_intervals({"x": up, "y": down}, 0.0, need=1)[0] == V.HELD
     # a partial rule reads as the rule, then the count that met it: not "1 of the 2" as if a tally
-    verdict, reason = V.judge_intervals({"x": up, "y": up, "z": down}, 0.0, need=1)
+    reason = V.judge_intervals({"x": up, "y": up, "z": down}, 0.0, need=1)[1]
     assert reason.startswith("held: at least 1 of the 3 cells' intervals clear the margin (2 clear the margin 0")
     assert V.judge_intervals({"x": up, "y": up}, 0.0)[1].startswith("held: all of the 2 cells' intervals clear")
     assert V.judge_intervals({"x": up, "y": wide, "z": down}, 0.0, need=2)[0] == V.INCONCLUSIVE
