@@ -292,6 +292,41 @@ def test_the_seeded_notebooks_share_their_student_models(profile):
         assert all(s == specs[0] for s in specs), task
 
 
+def test_across_teacher_seeds_trains_one_teacher_per_seed_and_reuses_seed_0s(tmp_path, monkeypatch):
+    """Table 3's ER rows across teacher seeds: every (task, seed) teacher is trained once, the seed
+    of the notebook's own teacher is read from the run cache, and each teacher is scored as it is
+    and with ER: two rows per (task, seed), the ER row as ``evaluate`` scores that teacher."""
+    from privtrans.merge import quality_experiments as X
+
+    monkeypatch.setattr(T, "run_cache", lambda: RunCache("merge", root=tmp_path))
+    spec = _tiny_spec()
+    first = T.get_model(spec, "teacher", seed=0)
+    cfg = {**{k: v for k, v in spec.to_dict().items() if k not in ("task", "teacher", "student", "distill")},
+           "tasks": ["acts"], "seeds": 2, "n_new": 6,
+           **{k: getattr(spec, k).to_dict() for k in ("teacher", "student", "distill")}}
+    assert T.Spec.from_cfg("acts", cfg).to_dict() == spec.to_dict()
+    runs = X.across_teacher_seeds(cfg, 0)
+    assert sorted(zip(runs.model, runs.seed)) == [("er_no_train", 0), ("er_no_train", 1), ("teacher", 0), ("teacher", 1)]
+    assert T.get_model(spec, "teacher", seed=0).cached and T.get_model(spec, "teacher", seed=1).cached
+    second = T.get_model(spec, "teacher", seed=1)
+    assert any(not torch.equal(a, b) for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()))
+    want, _ = T.evaluate(second, second.model, T.prepared(spec), n_new=6, decoding="er", seed=1)
+    got = runs[(runs.model == "er_no_train") & (runs.seed == 1)].iloc[0]
+    assert got["chrF++"] == pytest.approx(want["chrF++"]) and got["BARTScore-proxy"] == pytest.approx(want["BARTScore-proxy"])
+
+
+@pytest.mark.parametrize("profile", ["smoke", "ci", "paper"])
+def test_table3s_teacher_seeds_start_from_its_teacher(profile):
+    """The teacher-seed notebook's seed-0 teacher is the Table 3 notebook's (one run, cached): the
+    same teacher spec on every task, so its first seed's ER row is Table 3's."""
+    from privtrans.book import profiles
+
+    quality, teachers = (profiles.settings("merge", e, profile) for e in ("table3_quality", "table3_teachers"))
+    assert set(teachers["tasks"]) == set(quality["tasks"])
+    for task in teachers["tasks"]:
+        assert T.Spec.from_cfg(task, teachers).to_dict() == T.Spec.from_cfg(task, quality).to_dict(), task
+
+
 def test_greedy_batch_matches_generate_and_grouping():
     spec = _tiny_spec()
     prep = T.prepared(spec)

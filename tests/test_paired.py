@@ -121,3 +121,15 @@ def test_bad_resolution_is_named(bad):
     """(e) The resolution must be a finite number >= 0; the message says so."""
     with pytest.raises(ValueError, match="resolution must be a finite number >= 0"):
         paired_difference([1.0, 2.0], [1.0, 2.0], resolution=bad)
+
+
+def test_frame_shows_each_cells_interval_in_order():
+    from privtrans.book.paired import frame
+
+    cells = {"acts": paired_difference([3.0, 4.0, 5.0], [1.0, 1.0, 1.0]).as_dict(),
+             "chat": paired_difference([1.0], [1.0]).as_dict()}
+    df = frame(cells, "task")
+    assert list(df.columns) == ["task", "mean", "lo", "hi", "n"] and list(df.task) == ["acts", "chat"]
+    assert df.iloc[0]["mean"] == pytest.approx(3.0) and df.iloc[0]["lo"] == pytest.approx(cells["acts"]["lo"])
+    assert df.iloc[1]["n"] == 1 and math.isnan(df.iloc[1]["lo"])  # one seed: no interval, shown as missing
+    assert list(frame({}, "task").columns) == ["task", "mean", "lo", "hi", "n"]

@@ -4,6 +4,7 @@ their settings builds at `paper` as at `ci` (the same constructors the code runs
 refused by name)."""
 
 import itertools
+import re
 
 import pytest
 
@@ -29,6 +30,7 @@ KEY_DIFFERENCES = {
     ("merge", "fig6_retraining"): _WARMUP,
     ("merge", "table3_quality"): _WARMUP,
     ("merge", "table3_seeds"): _WARMUP,
+    ("merge", "table3_teachers"): _WARMUP,
     ("merge", "fig5_embedding_noise"): _WARMUP,
     ("merge", "private_generation"): _WARMUP,
     ("mpc_attention", "fig5_7_denominators"): _SUBSAMPLE,
@@ -197,3 +199,28 @@ def test_figure9_reads_table1s_models(profile):
     fig9 = profiles.settings("dpformer", "fig9_attention_shift", profile)
     table1 = profiles.settings("dpformer", fig9["models_from"], profile)
     assert (fig9["seeds"], fig9["epsilons"]) == (table1["seeds"], table1["epsilons"])
+
+
+# A claim's text that names its seed counts per profile, "(ci: 5, paper: 10)", is hand-kept: raising
+# a profile's seeds left five merge deviations saying "ci: 3" for a session. Each such count must be
+# one of the experiment's seed settings at that profile.
+SEED_COUNT = re.compile(r"seeds?\b[^()]{0,40}\(ci: (\d+), paper: (\d+)[;)]")
+
+
+def _seed_counts_named():
+    from privtrans.book import claims
+
+    for ch in chapters.KEYS:
+        for c in claims.load(ch)["claims"]:
+            for field in ("statement", "deviation", "reading", "precondition_why", "kind_why"):
+                for m in SEED_COUNT.finditer(c.get(field) or ""):
+                    yield pytest.param(ch, c["notebook"], dict(zip(("ci", "paper"), map(int, m.groups()))),
+                                       id=f"{ch}-{c['id']}-{field}")
+
+
+@pytest.mark.parametrize("chapter,experiment,named", list(_seed_counts_named()))
+def test_seed_counts_named_in_claims_match_the_profile(chapter, experiment, named):
+    for profile, n in named.items():
+        cfg = profiles.settings(chapter, experiment, profile)
+        counts = {k: cfg[k] for k in SEED_KEYS if k in cfg}
+        assert n in counts.values(), f"{chapter}/{experiment}: the claim says {n} seeds at {profile}; the profile has {counts}"

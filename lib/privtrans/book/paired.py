@@ -102,3 +102,12 @@ def effective_sd(sd: float, resolution: float) -> float:
     """sqrt(sd² + q²/6): the sample sd of paired differences with both readings' resolution
     uncertainty (q/√12 each, GUM F.2.2.1) added in quadrature."""
     return math.sqrt(sd ** 2 + _resolution(resolution) ** 2 / 6)
+
+
+def frame(cells, label: str = "cell"):
+    """The intervals of a claim's cells ({name: Paired.as_dict()}) as a table, one row per cell with
+    its mean, lo, hi and n: what a notebook shows beside the claim that reads them."""
+    import pandas as pd
+
+    return pd.DataFrame([{label: k, **{c: v.get(c) for c in ("mean", "lo", "hi", "n")}} for k, v in cells.items()],
+                        columns=[label, "mean", "lo", "hi", "n"])

@@ -101,6 +101,26 @@ def across_student_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def across_teacher_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
+    """Table 3's first two rows at each teacher seed of ``book.paired.seeds(seed, cfg["seeds"])``: a
+    teacher trained from scratch per task and seed, decoded as it is (model 'teacher') and with ER and
+    no re-training (model 'er_no_train'), on the whole test split; one row per (task, model, seed)
+    with the six metrics (NaN for a teacher whose training diverged). ER without re-training depends
+    on nothing but its teacher, so the teacher's seed is the replicate its claims are judged over."""
+    seeds = paired_seeds(seed, cfg["seeds"])
+    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    T.train_teachers(specs, seeds, progress=progress)
+    rows = []
+    for spec in specs:
+        prep = T.prepared(spec)
+        for s in seeds:
+            teacher = T.get_model(spec, "teacher", s)
+            for model, decoding in (("teacher", "vanilla"), ("er_no_train", "er")):
+                res, _ = scored(teacher, teacher, prep, cfg["n_new"], decoding, seed=s)
+                rows.append({"task": spec.task, "model": model, "seed": s, **res})
+    return pd.DataFrame(rows)
+
+
 def robustness_tasks(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     """``robustness`` for every task of ``cfg["tasks"]`` with its ``variants``, ``noise_levels``,
     ``n_eval``, the re-trained variants at each of ``book.paired.seeds(seed, cfg["seeds"])`` (student
@@ -188,3 +208,17 @@ def paper_table3_bertscore(root=None) -> pd.DataFrame:
     from privtrans.book.paths import data_dir
 
     return pd.read_csv(data_dir("merge", root) / "table3_bertscore_paper.csv")
+
+
+#: the paper's Table 3 tasks, in its order
+PAPER_TASKS = ("MultiWOZ", "CommonGen", "DailyDialog")
+
+
+def paper_er_no_train_loss(metric: str = "chrF++", root=None) -> dict[str, float]:
+    """The paper's own 1 − (+ER (no train)) / GPT-2 per task on ``metric`` (data/merge/table3_paper.csv):
+    the share of its teacher's score that ER without re-training lost, beside ours."""
+    from privtrans.book.paper_values import lookup
+
+    P = lookup("merge", root)
+    return {t: 1 - P("table3_paper", task=t, model="+ER (no train)", metric=metric)
+            / P("table3_paper", task=t, model="GPT-2 (124M)", metric=metric) for t in PAPER_TASKS}

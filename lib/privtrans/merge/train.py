@@ -492,6 +492,19 @@ def train_missing(specs: list[Spec], variants, seed: int, progress=None, student
                         progress=progress)
 
 
+def train_teachers(specs: list[Spec], seeds, progress=None) -> None:
+    """Fill the run cache with the teacher of every spec at each of ``seeds``, on every core (as
+    ``train_missing``): Table 3's ER without re-training is a property of the teacher alone, so its
+    claims are judged across teacher seeds."""
+    from functools import partial
+
+    from privtrans.book import workers
+
+    for s in specs:
+        prepared(s)  # in this process, so the forked workers share the prepared data
+    workers.in_parallel([partial(get_model, s, "teacher", ts) for s in specs for ts in seeds], progress=progress)
+
+
 # ---------------------------------------------------------------------------------------------
 # greedy decoding and evaluation
 # ---------------------------------------------------------------------------------------------
