@@ -694,6 +694,8 @@ def test_table3_teachers_collapse_judged_across_teacher_seeds():
     assert out["seeds"] == TEACHER_SEEDS and out["n_seeds"] == 5
     assert out["chrf_lost"]["acts"]["mean"] == pytest.approx(0.9, abs=0.01)
     assert out["ngram_lost"]["chat"]["NIST"]["mean"] == pytest.approx(0.7, abs=0.01)
+    assert out["ngram_lost_by_task"]["chat"]["NIST"] == out["ngram_lost"]["chat"]["NIST"]["mean"]
+    assert out["bartproxy_fall_by_task"]["acts"] == pytest.approx(2.0, abs=0.1)
     assert out["chrf_by_seed"]["acts"]["seeds"] == TEACHER_SEEDS and out["chrf_by_seed"]["acts"]["teacher"][0] == 40.0
     for cid in ("table3_er_without_training_collapses", "table3_er_no_train_collapses_ngram",
                 "table3_er_no_train_bartscore_falls"):

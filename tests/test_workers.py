@@ -18,6 +18,21 @@ def _entry(cache: RunCache, i: int):
     return cache.get_or_make("job", {"i": i}, make)[0]
 
 
+def _square_and_pid(i: int):
+    return i * i, os.getpid()
+
+
+def test_values_come_back_from_the_workers_in_call_order(monkeypatch):
+    monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")
+    calls = [lambda i=i: _square_and_pid(i) for i in range(7)]
+    par = workers.values_in_parallel(calls, workers=2)
+    assert [v for v, _ in par] == [i * i for i in range(7)]  # in the calls' order, whatever finished first
+    assert os.getpid() not in {pid for _, pid in par}  # computed in worker processes
+    seq = workers.values_in_parallel(calls, workers=1)
+    assert [v for v, _ in seq] == [i * i for i in range(7)] and {pid for _, pid in seq} == {os.getpid()}
+    assert workers.values_in_parallel([], workers=2) == []
+
+
 def test_calls_run_in_worker_processes_and_fill_the_cache_as_a_sequential_run(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")  # runs on a GPU stay in this process (below)
     par, seq = RunCache("t", tmp_path / "par"), RunCache("t", tmp_path / "seq")

@@ -6,7 +6,9 @@ not depend on each other. ``in_parallel`` runs such calls in forked worker proce
 thread each; every call stores its result in the run cache (``RunCache.get_or_make`` writes whole
 files by rename, so workers never see each other's half-written entries), and the notebook's own
 loop then reads the results back as cache hits, in its own order. Results are the same as a
-sequential run: each call is deterministic given its own seed.
+sequential run: each call is deterministic given its own seed. ``values_in_parallel`` is the same
+for calls whose small results are not worth a cache entry (the scores of models already trained):
+their return values come back from the workers, in the order of the calls.
 
 Workers: ``$PRIVTRANS_WORKERS`` if set, else the cores this process may use, at most 2 (the book's
 target machine). The standard library's pool rather than joblib: joblib's default backend pickles
@@ -59,6 +61,13 @@ def _run(i: int) -> int:
     return i
 
 
+def _run_kept(i: int) -> tuple[int, object]:
+    import torch
+
+    torch.set_num_threads(1)
+    return i, _PENDING[i]()
+
+
 def _import_before_fork() -> None:
     """Import torch's compiler front end here, once, rather than in every worker. torch.optim wraps
     its methods in ``torch._disable_dynamo``, which imports ``torch._dynamo`` (about 2 s) on a
@@ -75,6 +84,17 @@ def in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = Non
     running in this process with one worker, one call, where ``fork`` is not available, or where the
     runs train on a GPU (``device.pick_device``): CUDA cannot be used again in a process forked after
     the notebook used it, and one GPU gains little from several processes."""
+    _dispatch(calls, workers, progress, keep=False)
+
+
+def values_in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = None, progress=None) -> list:
+    """As :func:`in_parallel`, for calls whose results are small and not cached (scores of models
+    already trained): each call's return value, pickled back from its worker, in the order of
+    ``calls``. Evaluating a list of models on both cores instead of one."""
+    return _dispatch(calls, workers, progress, keep=True)
+
+
+def _dispatch(calls, workers, progress, keep: bool) -> list | None:
     global _PENDING
     calls = list(calls)
     workers = default_workers() if workers is None else workers
@@ -91,16 +111,18 @@ def in_parallel(calls: Iterable[Callable[[], object]], workers: int | None = Non
         if pick_device().type != "cpu":
             workers = 1
     if workers == 1 or len(calls) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        for c in wrap(calls):
-            c()
-        return
+        out = [c() for c in wrap(calls)]
+        return out if keep else None
     if _PENDING:
         raise RuntimeError("in_parallel is not re-entrant: a worker may not start workers of its own")
     _PENDING = calls
     _import_before_fork()
+    results: dict[int, object] = {}
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(calls)), maxtasksperchild=None) as pool:
-            for _ in wrap(_Sized(pool.imap_unordered(_run, range(len(calls))), len(calls))):
-                pass
+            for got in wrap(_Sized(pool.imap_unordered(_run_kept if keep else _run, range(len(calls))), len(calls))):
+                if keep:
+                    results[got[0]] = got[1]
     finally:
         _PENDING = []
+    return [results[i] for i in range(len(calls))] if keep else None

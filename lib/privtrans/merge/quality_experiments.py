@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from privtrans.book import dry
+from privtrans.book import dry, workers
 from privtrans.book.paired import seeds as paired_seeds
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 from . import train as T
@@ -59,12 +60,12 @@ def retraining_summary(tr: T.Trained) -> dict:
 def table3_tasks(cfg: dict, seed: int) -> tuple[pd.DataFrame, dict]:
     """``table3`` for every task of ``cfg["tasks"]``: one frame, and {task: (test examples, {row: hypotheses})}."""
     frames, samples = [], {}
-    T.train_missing([T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]], [v for _, v, _ in TABLE3_ROWS], seed)
-    for task in cfg["tasks"]:
-        spec = T.Spec.from_cfg(task, cfg)
+    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    T.train_missing(specs, [v for _, v, _ in TABLE3_ROWS], seed)
+    for spec in specs:
         df, hyps = table3(spec, seed, cfg["n_new"])
         frames.append(df)
-        samples[task] = (T.prepared(spec).task.test, hyps)
+        samples[spec.task] = (T.prepared(spec).task.test, hyps)
     return pd.concat(frames, ignore_index=True), samples
 
 
@@ -85,19 +86,20 @@ def across_student_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     seeds = paired_seeds(seed, cfg["seeds"])
     specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
     T.train_missing(specs, ["teacher", *STUDENT_SEED_VARIANTS], seed, progress=progress, student_seeds=seeds)
-    rows = []
+    rows, calls = [], []
     for spec in specs:
         prep = T.prepared(spec)
         teacher = T.get_model(spec, "teacher", seed)
-        res, _ = T.evaluate(teacher, teacher.model, prep, n_new=cfg["n_new"], decoding="vanilla", seed=seed)
-        rows.append({"task": spec.task, "model": "teacher", "seed": seed, "status": "teacher", **res})
-        res, _ = T.evaluate(teacher, teacher.model, prep, n_new=cfg["n_new"], decoding="er", seed=seed)
-        rows.append({"task": spec.task, "model": "er_no_train", "seed": seed, "status": "no re-training", **res})
+        for model, status, decoding in (("teacher", "teacher", "vanilla"), ("er_no_train", "no re-training", "er")):
+            rows.append({"task": spec.task, "model": model, "seed": seed, "status": status})
+            calls.append(partial(T.evaluate, teacher, teacher.model, prep, n_new=cfg["n_new"], decoding=decoding, seed=seed))
         for v in STUDENT_SEED_VARIANTS:
             for s in seeds:
-                res, h = scored(T.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s)
-                rows.append({"task": spec.task, "model": v, "seed": s,
-                             "status": "diverged" if h is None else "trained", **res})
+                rows.append({"task": spec.task, "model": v, "seed": s})
+                calls.append(partial(scored, T.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s))
+    for row, (res, h) in zip(rows, workers.values_in_parallel(calls, progress=progress)):
+        row.setdefault("status", "diverged" if h is None else "trained")
+        row.update(res)
     return pd.DataFrame(rows)
 
 
@@ -110,14 +112,16 @@ def across_teacher_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     seeds = paired_seeds(seed, cfg["seeds"])
     specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
     T.train_teachers(specs, seeds, progress=progress)
-    rows = []
+    rows, calls = [], []
     for spec in specs:
         prep = T.prepared(spec)
         for s in seeds:
             teacher = T.get_model(spec, "teacher", s)
             for model, decoding in (("teacher", "vanilla"), ("er_no_train", "er")):
-                res, _ = scored(teacher, teacher, prep, cfg["n_new"], decoding, seed=s)
-                rows.append({"task": spec.task, "model": model, "seed": s, **res})
+                rows.append({"task": spec.task, "model": model, "seed": s})
+                calls.append(partial(scored, teacher, teacher, prep, cfg["n_new"], decoding, seed=s))
+    for row, (res, _) in zip(rows, workers.values_in_parallel(calls, progress=progress)):
+        row.update(res)
     return pd.DataFrame(rows)
 
 
@@ -139,15 +143,16 @@ def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
     metrics and status 'diverged' (the paper's OOT)."""
     prep = T.prepared(spec)
     teacher = T.get_model(spec, "teacher", seed)
+    models = [teacher if variant == "teacher" else T.get_model(spec, variant, seed) for _, variant, _ in TABLE3_ROWS]
+    scores = workers.values_in_parallel([partial(scored, tr, teacher, prep, n_new, decoding, seed)
+                                         for tr, (_, _, decoding) in zip(models, TABLE3_ROWS)])
     rows, hyps = [], {}
-    for label, variant, decoding in TABLE3_ROWS:
-        tr = teacher if variant == "teacher" else T.get_model(spec, variant, seed)
+    for tr, (label, variant, decoding), (res, h) in zip(models, TABLE3_ROWS, scores):
         row = {"task": spec.task, "model": label, "decoding": decoding or tr.decoding,
                "status": "trained" if variant != "teacher" else "teacher",
                "train_s": round(tr.seconds, 1)}
         if variant == "teacher" and decoding == "er":
             row["status"], row["train_s"] = "no re-training", 0.0
-        res, h = scored(tr, teacher, prep, n_new, decoding, seed)
         row.update(res)
         if h is None:
             row["status"] = "diverged"
@@ -178,15 +183,17 @@ def robustness(spec: T.Spec, seed: int, variants: list[str], noise_levels: list[
     teacher = T.get_model(spec, "teacher", seed)
     examples = prep.task.test[:n_eval] if n_eval else prep.task.test
     ends = [min(noise_levels), max(noise_levels)]
-    rows = []
+    rows, calls = [], []
     for s in dict.fromkeys([seed, *(student_seeds or [])]):
         for v in variants:
             tr = teacher if v == "teacher" else T.get_model(spec, v, s, teacher_seed=seed)
             for lvl in noise_levels if s == seed else ends:
-                res, _ = T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
-                                    seed=s, examples=examples)
                 rows.append({"task": spec.task, "model": "vanilla (teacher)" if v == "teacher" else VARIANT_LABELS.get(v, v),
-                             "variant": v, "seed": s, "noise": lvl, "rel_mse": lvl**2 / 3, **res})
+                             "variant": v, "seed": s, "noise": lvl, "rel_mse": lvl**2 / 3})
+                calls.append(partial(T.evaluate, tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
+                                     seed=s, examples=examples))
+    for row, (res, _) in zip(rows, workers.values_in_parallel(calls)):
+        row.update(res)
     return pd.DataFrame(rows)
 
 
