@@ -697,6 +697,7 @@ def test_table3_teachers_collapse_judged_across_teacher_seeds():
     assert out["ngram_lost_by_task"]["chat"]["NIST"] == out["ngram_lost"]["chat"]["NIST"]["mean"]
     assert out["bartproxy_fall_by_task"]["acts"] == pytest.approx(2.0, abs=0.1)
     assert out["chrf_by_seed"]["acts"]["seeds"] == TEACHER_SEEDS and out["chrf_by_seed"]["acts"]["teacher"][0] == 40.0
+    assert out["chrf_lost_by_seed"]["acts"]["chrF++"][0] == pytest.approx(0.9)
     for cid in ("table3_er_without_training_collapses", "table3_er_no_train_collapses_ngram",
                 "table3_er_no_train_bartscore_falls"):
         assert interval_verdict(cid, out) == HELD, cid
@@ -735,6 +736,7 @@ def test_table3_teachers_at_zero_drop_out_of_the_pair():
     floor = {"acts": [(0.0, 0.0), (40.0, 4.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)]}
     out = R.table3_teachers(teachers_frame(chrf=floor), ["acts", "chat"])
     assert out["chrf_lost"]["acts"]["n"] == 1 and out["n_seeds"] == 1
+    assert out["chrf_lost_by_seed"]["acts"]["chrF++"] == [None, pytest.approx(0.9), None, None, None]
     assert interval_verdict("table3_er_without_training_collapses", out) == NOT_JUDGED
     assert out["chrf_by_seed"]["acts"]["teacher"][0] == 0.0
 

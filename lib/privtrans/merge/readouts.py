@@ -467,7 +467,7 @@ def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
     interval of teacher − ER on the BARTScore-proxy (only the direction: its scale is not
     BARTScore's). Each seed's teacher and its ER decoding are a pair: the spread is the teachers'."""
     _need(df.task, tasks, "Table 3 across teacher seeds: tasks")
-    chrf, ngram, bart, by_seed = {}, {}, {}, {}
+    chrf, ngram, bart, by_seed, lost_by_seed = {}, {}, {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
         _need(d.model, ["teacher", "er_no_train"], f"Table 3 across teacher seeds, {task}")
@@ -482,12 +482,14 @@ def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
                     for e, t in zip(scores("er_no_train", metric), scores("teacher", metric))]
 
         zeros = [0.0] * len(seeds)
-        chrf[task] = paired_difference(lost("chrF++"), zeros).as_dict()
+        lost_by_seed[task] = {"seeds": seeds, "chrF++": lost("chrF++")}
+        chrf[task] = paired_difference(lost_by_seed[task]["chrF++"], zeros).as_dict()
         ngram[task] = {m: paired_difference(lost(m), zeros).as_dict() for m in NGRAM}
         bart[task] = paired_difference(scores("teacher", "BARTScore-proxy"), scores("er_no_train", "BARTScore-proxy")).as_dict()
         by_seed[task] = {"seeds": seeds, "teacher": scores("teacher", "chrF++"), "ER (no train)": scores("er_no_train", "chrF++")}
     return {"seeds": sorted({int(s) for s in df.seed}), "tasks": list(tasks),
             "chrf_lost": chrf, "ngram_lost": ngram, "bartproxy_falls": bart, "chrf_by_seed": by_seed,
+            "chrf_lost_by_seed": lost_by_seed,
             # the means the intervals are about, per task (and metric), to show beside the claims
             "ngram_lost_by_task": {t: {m: c["mean"] for m, c in per.items()} for t, per in ngram.items()},
             "bartproxy_fall_by_task": {t: c["mean"] for t, c in bart.items()},
