@@ -478,8 +478,7 @@ def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
             return [got.get(s) for s in seeds]
 
         def lost(metric):
-            return [_cut(e, t) if None not in (e, t) else None
-                    for e, t in zip(scores("er_no_train", metric), scores("teacher", metric))]
+            return [_cut(e, t) for e, t in zip(scores("er_no_train", metric), scores("teacher", metric))]
 
         zeros = [0.0] * len(seeds)
         lost_by_seed[task] = {"seeds": seeds, "chrF++": lost("chrF++")}

@@ -484,9 +484,7 @@ def train_missing(specs: list[Spec], variants, seed: int, progress=None, student
 
     from privtrans.book import workers
 
-    for s in specs:
-        prepared(s)  # in this process, so the forked workers share the prepared data
-    workers.in_parallel([partial(get_model, s, "teacher", seed) for s in specs], progress=progress)
+    train_teachers(specs, [seed], progress=progress)
     workers.in_parallel([partial(get_model, s, v, ss, teacher_seed=seed) for s in specs
                          for v in dict.fromkeys(variants) if v != "teacher" for ss in (student_seeds or [seed])],
                         progress=progress)
