@@ -251,6 +251,70 @@ def test_tables12_missing_data_raises():
         tables12(tables12_runs(gpt=no_soft))
 
 
+def claims_of(notebook: str) -> list[str]:
+    return [cid for cid, c in CLAIMS.items() if c["notebook"] == notebook]
+
+
+#: the per-variant encoder-decoder dicts (None for a variant not measured) and the one comparison
+ENCDEC_PER_VARIANT = ("encdec_frac_bytes", "encdec_speedup_time", "encdec_rounds_ratio")
+
+
+def test_tables12_encdec_claimed_variants_only():
+    # `ci` measures the encoder-decoder for CrypTen and ER+MM only: the baselines' values become None
+    # (never a number from fewer rows), the values the claims read and every verdict stay as with seven
+    lean = {**TABLES12, "merge": {**TABLES12["merge"], "Linear": (1000, 2.0, 8)}}
+    for encdec in (TABLES12, lean):
+        runs = tables12_runs(encdec=encdec)
+        full = tables12(runs)
+        cut = tables12(runs[(runs.arch == "gpt") | runs.variant.isin(R.ENCDEC_CLAIMED)],
+                       encdec_variants=list(R.ENCDEC_CLAIMED))
+        assert cut["encdec_merge_fastest"] is None and full["encdec_merge_fastest"] is True
+        for key in ENCDEC_PER_VARIANT:
+            assert set(cut[key]) == set(full[key]) == set(R.TABLES12_VARIANTS), key
+            for v in R.TABLES12_VARIANTS:
+                if v in R.ENCDEC_CLAIMED:
+                    assert cut[key][v] == pytest.approx(full[key][v]), (key, v)
+                else:
+                    assert cut[key][v] is None, (key, v)
+        assert cut["encdec_merge_frac_over_closed_form"] == pytest.approx(full["encdec_merge_frac_over_closed_form"])
+        assert {k: v for k, v in cut.items() if not k.startswith("encdec_")} == \
+            {k: v for k, v in full.items() if not k.startswith("encdec_")}
+        for cid in claims_of("tables12_cost"):
+            assert verdict(cid, cut) == verdict(cid, full), cid
+        # decided on the two rows, not left empty: closed form = measured only for TABLES12's bytes
+        assert verdict("t2_encdec_fraction_matches_closed_form", cut)[0] == (HELD if encdec is TABLES12 else CONTRADICTED)
+        assert verdict("t2_t5_saves_more_than_gpt", cut)[0] == (HELD if encdec is lean else CONTRADICTED)
+    # a profile that does not measure ER+MM (or CrypTen) on the encoder-decoder cannot record the claims' rows
+    with pytest.raises(R.MissingResult, match="merge"):
+        tables12(encdec_variants=["crypten", "thex"])
+    # a variant listed but not run is missing, as on the GPT
+    runs = tables12_runs()
+    with pytest.raises(R.MissingResult, match="merge"):
+        tables12(runs[(runs.arch == "gpt") | (runs.variant == "crypten")], encdec_variants=list(R.ENCDEC_CLAIMED))
+
+
+def _claim_text(c: dict) -> str:
+    return " ".join(str(c.get(k, "")) for k in ("value", "predicate", "interval", "reading"))
+
+
+def test_profiles_measure_every_encdec_variant_a_claim_reads():
+    from privtrans.book import profiles
+
+    # every measured encoder-decoder row a claim reads, e.g. tables12_cost.encdec_frac_bytes.merge
+    read = set()
+    for c in CLAIMS.values():
+        text = _claim_text(c)
+        read |= set(re.findall(r"tables12_cost\.(?:%s)\.(\w+)" % "|".join(ENCDEC_PER_VARIANT), text))
+        # a comparison over all seven measured rows is None where a profile measures fewer
+        assert "encdec_merge_fastest" not in text, c["id"]
+    assert read and read <= set(R.ENCDEC_CLAIMED)
+    for profile in ("smoke", "ci", "paper"):
+        cfg = profiles.settings("merge", "tables12_cost", profile)
+        assert set(R.ENCDEC_CLAIMED) <= set(cfg["encdec"]["variants"]) <= set(cfg["variants"]), profile
+    assert profiles.settings("merge", "tables12_cost", "ci")["encdec"]["variants"] == list(R.ENCDEC_CLAIMED)
+    assert profiles.settings("merge", "tables12_cost", "paper")["encdec"]["variants"] == list(R.TABLES12_VARIANTS)
+
+
 # ---------------------------------------------------------------------------------------------
 # Figure 1
 # ---------------------------------------------------------------------------------------------
@@ -444,6 +508,27 @@ def test_size_sweep_is_the_closed_form_over_depth():
 
     deep = cost_model.Shape(vocab=50257, d=768, layers=50, heads=12, d_ff=3072, prefix=4, n_new=124)
     assert sw["merge speed-up"].iloc[1] == pytest.approx(C.network_speedups(deep, ["merge"])["merge"])
+
+
+def test_fig4_claims_read_no_measured_depth_row():
+    # `ci` measures 1 and 2 layers only: no claim reads the measured depth sweep, so a depth sweep that
+    # says the opposite (ER+MM's bytes above CrypTen's, the gap shrinking) changes no verdict
+    runs = fig4_runs()
+    flipped = runs.copy()
+    layers = (flipped.sweep == "layers") & (flipped.variant == "merge")
+    flipped.loc[layers, "bytes"] = 1500 * flipped.loc[layers, "layers"]
+    flipped.loc[layers, "seconds"] *= 5
+    out, other = fig4(runs), fig4(flipped)
+    assert out["depth_gap_bytes_grows"] is True and other["depth_gap_bytes_grows"] is False
+    assert out["depth_speedup"] != other["depth_speedup"]
+    for cid in claims_of("fig4_scaling"):
+        assert "depth_" not in _claim_text(CLAIMS[cid]), cid
+        assert verdict(cid, out) == verdict(cid, other), cid
+    # and the profiles: `ci` keeps a measured growth (two depths), `paper` every depth it had
+    from privtrans.book import profiles
+
+    layers_of = {p: profiles.settings("merge", "fig4_scaling", p)["layers"] for p in ("smoke", "ci", "paper")}
+    assert layers_of["ci"] == [1, 2] and layers_of["paper"] == [6, 20, 32, 50]
 
 
 def test_fig4_growing_embed_fails_and_missing_runs_raise():

@@ -31,6 +31,9 @@ ER_VARIANTS = ("only_er", "merge")
 MM_VARIANTS = ("only_mm", "merge")
 #: the variants whose comparisons the Tables 1-2 claims make
 TABLES12_VARIANTS = (BASE, *BASELINES, "merge", "only_er", "only_mm")
+#: the encoder-decoder variants whose measured rows the claims read (t2_t5_saves_more_than_gpt,
+#: t2_encdec_fraction_matches_closed_form): `ci` measures only these; `paper` all of TABLES12_VARIANTS
+ENCDEC_CLAIMED = (BASE, "merge")
 NONLINEAR = ("Softmax", "Act", "Norm")
 EMBED_GEN = ("Embed", "Gen")
 #: Figure 5: the relative-MSE band where the paper's vanilla curve breaks down ("over 0.05")
@@ -118,32 +121,44 @@ def fig1a_speedups(encoder: dict, generation: dict) -> dict:
 def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: int,
                   closed_form: dict, closed_form_encdec: dict,
                   gpt2_vs_paper: pd.DataFrame, t5_vs_paper: pd.DataFrame,
-                  network_gpt2: dict, network_t5: dict, group_times_gpt2: dict, group_times_t5: dict) -> dict:
+                  network_gpt2: dict, network_t5: dict, group_times_gpt2: dict, group_times_t5: dict,
+                  encdec_variants: list | None = None) -> dict:
     """Tables 1-2 from ``cost_experiments.run_jobs`` (rows of both architectures, column ``arch``),
     the closed-form totals at the measured shapes ({variant: bytes}), the closed form beside the
     paper at GPT-2 and T5 (``closed_form_vs_paper``), the modelled network speed-ups at those two
     shapes (``network_speedups``), on which Table 1's time claims are judged, and the modelled
     communication time per operation group at both shapes (``network_group_times``), the analogue of
-    Table 1's communication-time column."""
+    Table 1's communication-time column.
+
+    ``encdec_variants`` are the variants measured on the encoder-decoder (default: ``variants``); a
+    profile may measure only CrypTen and ER+MM there (``ENCDEC_CLAIMED``, the only rows claims read). Then
+    the per-variant encoder-decoder dicts hold None for each variant not measured, and
+    ``encdec_merge_fastest`` (a comparison with all of them) is None: never a number from fewer rows."""
     _need(network_gpt2, TABLES12_VARIANTS, "network speed-ups at GPT-2")
     _need(network_t5, TABLES12_VARIANTS, "network speed-ups at T5")
     _need(variants, TABLES12_VARIANTS, "Tables 1-2 variants")
+    ed_variants = list(variants if encdec_variants is None else encdec_variants)
+    _need(ed_variants, ENCDEC_CLAIMED, "encoder-decoder variants")
     out = {}
-    for arch, prefix, steps, cf in (("gpt", "", n_new, closed_form), ("encdec", "encdec_", n_new_encdec, closed_form_encdec)):
+    for arch, prefix, steps, cf, measured in (("gpt", "", n_new, closed_form, variants),
+                                              ("encdec", "encdec_", n_new_encdec, closed_form_encdec, ed_variants)):
         df = runs[runs.arch == arch]
-        _need(df.variant, variants, f"Tables 1-2 runs ({arch})")
+        _need(df.variant, measured, f"Tables 1-2 runs ({arch})")
         _need(cf, [BASE, "merge"], f"closed-form totals ({arch})")
-        s = C.summary(df, variants, steps)
+        s = C.summary(df, measured, steps)
         frac = s["fraction of CrypTen bytes"].to_dict()
         speed = s["speed-up (loopback)"].to_dict()
-        out[f"{prefix}frac_bytes"] = frac
-        out[f"{prefix}speedup_time"] = speed
         out[f"{prefix}merge_frac_over_closed_form"] = ratio(frac["merge"], ratio(cf["merge"], cf[BASE]))
-        out[f"{prefix}merge_fastest"] = _is_best(speed, "merge", max)
         if arch == "gpt":
+            out["frac_bytes"], out["speedup_time"] = frac, speed
+            out["merge_fastest"] = _is_best(speed, "merge", max)
             out.update(_gpt_cost_rows(df, variants, s, frac, cf))
         else:
-            out["encdec_rounds_ratio"] = s["rounds ratio CrypTen/variant"].to_dict()
+            complete = all(v in measured for v in TABLES12_VARIANTS)
+            out["encdec_frac_bytes"] = _unmeasured_none(frac)
+            out["encdec_speedup_time"] = _unmeasured_none(speed)
+            out["encdec_merge_fastest"] = _is_best(speed, "merge", max) if complete else None
+            out["encdec_rounds_ratio"] = _unmeasured_none(s["rounds ratio CrypTen/variant"].to_dict())
     out["frac_closed_form_gpt2"] = gpt2_vs_paper["fraction (closed form)"].to_dict()
     out["frac_closed_form_t5"] = t5_vs_paper["fraction (closed form)"].to_dict()
     out["speedup_network_gpt2"] = {v: float(network_gpt2[v]) for v in variants}
@@ -157,6 +172,11 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
     out["linear_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Linear")
     out.update(_group_time_rows({"gpt2": group_times_gpt2, "t5": group_times_t5}))
     return out
+
+
+def _unmeasured_none(values: dict) -> dict:
+    """{variant: value} over every Tables 1-2 variant, None for one that was not measured."""
+    return {v: values.get(v) for v in TABLES12_VARIANTS} | values
 
 
 def _group_time_rows(times: dict) -> dict:
