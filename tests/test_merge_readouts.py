@@ -294,7 +294,8 @@ def test_tables12_encdec_claimed_variants_only():
 
 
 def _claim_text(c: dict) -> str:
-    return " ".join(str(c.get(k, "")) for k in ("value", "predicate", "interval", "reading"))
+    """Every field of a claim (value, predicate, interval, precondition, reading_value, ...)."""
+    return str(c)
 
 
 def test_profiles_measure_every_encdec_variant_a_claim_reads():

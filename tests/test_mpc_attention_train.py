@@ -98,13 +98,12 @@ def test_rows_left_undistilled_decide_no_claim_and_are_not_reused():
 def test_the_per_head_extension_is_off_only_where_no_claim_reads_it():
     """``per_head_extension`` may be off at a profile (ci: a book over budget) only while no claim
     reads a value of ``readouts.per_head_extension``; smoke keeps its code path run, paper the result."""
-    from pathlib import Path
-
+    from privtrans.book import claims
     from privtrans.mpc_attention import readouts
     run = {"before": 0.5, "after_stage2": 0.6}
     keys = readouts.per_head_extension([run, run], [run, run])
-    claims = (Path(__file__).resolve().parents[1] / "data" / "mpc_attention" / "claims.yaml").read_text()
-    assert not [k for k in keys if k in claims], "a claim reads the per-head extension"
+    read = [(c["id"], k) for c in claims.load("mpc_attention")["claims"] for k in keys if k in str(c)]
+    assert not read, f"claims read the per-head extension: {read}"
     on = {p: profiles.settings("mpc_attention", "tables2_6_schemes", p)["per_head_extension"] for p in profiles.PROFILES}
     assert on["smoke"] is True and on["paper"] is True, on
 
