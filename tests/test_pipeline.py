@@ -540,6 +540,30 @@ def test_progress_bars_reach_the_terminal_not_the_page(tmp_path, monkeypatch):
     assert "3/3" in page.getvalue()
 
 
+def test_progress_echo_writes_whole_lines_only(tmp_path):
+    """Notebooks side by side share the build's stdout with the parent's "[i/n] ... ok" lines: each
+    write the echo makes must end its line, or the next line from another process joins it."""
+    from privtrans.book.pipeline.execute import echo_progress
+
+    class Writes:
+        def __init__(self):
+            self.calls = []
+
+        def write(self, s):
+            self.calls.append(s)
+
+        def flush(self):
+            self.calls.append(None)
+
+    log, out = tmp_path / "nb.progress.log", Writes()
+    log_lines = "".join(f"train: {i}/3\n" for i in range(1, 4))
+    with echo_progress(log, "taft/03_composition", stream=out, every=0.05):
+        log.write_text(log_lines)
+    writes = [w for w in out.calls if w is not None]
+    assert writes and all(w.endswith("\n") for w in writes), writes
+    assert "".join(writes).count("taft/03_composition: train") == 3
+
+
 def test_seedflip_compares_one_chapter_and_refuses_a_useless_baseline(tmp_path, monkeypatch, capsys):
     from privtrans.book.chapters import ParameterError
     from privtrans.book.pipeline import seedflip

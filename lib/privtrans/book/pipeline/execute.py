@@ -87,8 +87,11 @@ def echo_progress(log: Path, label: str, stream=None, every: float = 1.0):
             done, _, _ = chunk.rpartition("\n")  # whole lines only; a half-written one waits
             if done:
                 pos[0] += len((done + "\n").encode("utf-8"))
-                for line in done.splitlines():
-                    print(f"\r      {label}: {line}", file=stream, flush=True)
+                # one write of whole lines: print() writes a line and its newline apart, and a flush
+                # from another thread between the two let a notebook's "[i/n] ... ok" line, written by
+                # the parent process to the same pipe, land after a bar with no newline (--jobs > 1)
+                stream.write("".join(f"\r      {label}: {line}\n" for line in done.splitlines()))
+                stream.flush()
 
     def loop():
         while not stop.wait(every):
