@@ -140,3 +140,18 @@ def test_variant_specs_refuse_a_retuned_name_that_is_no_variant_and_a_reference_
         selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [0], retuned=["MSE"], reference="MSE")
     with pytest.raises(ValueError, match="reference must name a retuned variant"):
         selection.variant_specs(None, ["a"], METHOD_LR, SCHEDULE, VARIANTS, [0], retuned=["MSE"], reference="RSL")
+
+
+def test_a_grid_of_one_candidate_is_chosen_without_a_validation_fit(fake_fits):
+    calls, _ = fake_fits
+    (only,) = selection.grid_specs({"fixed": {"method": "taft"}, "grid": {"lr": [1e-2]}}, SCHEDULE)
+    best, table = selection.select(None, "a", [only], seed=[4, 5])
+    assert best == only and calls == []
+    assert table.val_accuracy.isna().all() and table.n_seeds.tolist() == [0] and len(table) == 1
+    runs, sel = selection.tuned_runs(None, ["a"], {"one": {"fixed": {"method": "taft"}, "grid": {"lr": [3e-2]}},
+                                                    "two": {"fixed": {"method": "taft"}, "grid": {"lr": [1e-3, 1e-2]}}},
+                                     SCHEDULE, seeds=[5, 6])
+    val_jobs = [j for c in calls for j in c if j[3] == "val"]
+    assert {s.lr for _, s, _, _ in val_jobs} == {1e-3, 1e-2}  # only the two-point grid is validated
+    assert sel[sel.method == "one"].chosen.tolist() == [True]
+    assert len(runs) == 4

@@ -213,25 +213,32 @@ def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[i
     for every method (column ``composed_minus_ensemble``), not only the tangent ones."""
     import pandas as pd
 
-    rows, max_abs_diff = [], 0.0
+    max_abs_diff = 0.0
     jobs = [(t, n, s, m) for t in tasks for n in shards for s in seeds for m in specs]
     for t in tasks:  # computed once here, then shared with the workers
         for spec in specs.values():
             bench.prepare(t, spec)
     workers.in_parallel([partial(bench.shards, t, specs[m], n, s) for t, n, s, m in jobs], progress=progress)
-    for t, n, s, m in jobs:
-        spec = specs[m]
-        sset = bench.shards(t, spec, n, s)
-        _, _, xt, yt = bench.features(t, bench.cut(spec))
-        composed = compose.composed_logits(bench.vit, sset, xt)
-        row = {"task": t, "shards": n, "method": m, "seed": s, "accuracy": compose.acc(composed.argmax(1), yt)}
-        if spec.method == "taft" or measure_all:
-            ensemble = compose.shard_logits(bench.vit, sset, xt).mean(0)
-            row["composed_minus_ensemble"] = float((composed - ensemble).abs().max())
-            if spec.method == "taft":
-                max_abs_diff = max(max_abs_diff, row["composed_minus_ensemble"])
-        rows.append(row)
+    # the tests of the trained shard sets, on every core too (each is N tangent forwards of the test set)
+    rows = workers.values_in_parallel([partial(_composition_row, bench, t, n, s, m, specs[m], measure_all)
+                                       for t, n, s, m in jobs])
+    for (t, n, s, m), row in zip(jobs, rows):
+        if specs[m].method == "taft":
+            max_abs_diff = max(max_abs_diff, row["composed_minus_ensemble"])
     return pd.DataFrame(rows), max_abs_diff
+
+
+def _composition_row(bench: Bench, task: str, n: int, seed: int, method: str, spec: FitSpec, measure_all: bool) -> dict:
+    """One row of ``composition_runs``: the composed model's test accuracy and, for a tangent method
+    (or every one with ``measure_all``), its largest |composed − ensemble| logit."""
+    sset = bench.shards(task, spec, n, seed)
+    _, _, xt, yt = bench.features(task, bench.cut(spec))
+    composed = compose.composed_logits(bench.vit, sset, xt)
+    row = {"task": task, "shards": n, "method": method, "seed": seed, "accuracy": compose.acc(composed.argmax(1), yt)}
+    if spec.method == "taft" or measure_all:
+        ensemble = compose.shard_logits(bench.vit, sset, xt).mean(0)
+        row["composed_minus_ensemble"] = float((composed - ensemble).abs().max())
+    return row
 
 
 def forgetting_curves(bench: Bench, task: str, specs: dict, n_shards: int, seed: int, removed: list[int],
@@ -263,6 +270,18 @@ def forgetting_curves(bench: Bench, task: str, specs: dict, n_shards: int, seed:
         rows += [{"task": task, "seed": seed, "removed": r, "method": m, "accuracy": float(np.mean(v))}
                  for m, v in acc.items()]
     return rows, err
+
+
+def forgetting_curves_runs(bench: Bench, jobs: list[tuple], specs: dict, n_shards: int, removed: list[int],
+                           draws: int, progress=None) -> tuple[list[dict], list[float]]:
+    """``forgetting_curves`` for every (task, seed) of ``jobs`` on every core (each is the 2·N shard
+    models' test logits, seconds apart): (all rows, each job's subtraction error), in ``jobs``' order."""
+    for t in {t for t, _ in jobs}:  # the features, computed here once and shared with the workers
+        for spec in specs.values():
+            bench.prepare(t, spec)
+    out = workers.values_in_parallel([partial(forgetting_curves, bench, t, specs, n_shards, s, removed, draws)
+                                      for t, s in jobs], progress=progress)
+    return [r for rows, _ in out for r in rows], [err for _, err in out]
 
 
 def retraining(bench: Bench, task: str, taft_spec: FitSpec, paragon_spec: FitSpec, n_shards: int, seed: int,

@@ -31,8 +31,12 @@ def grid_specs(method_cfg: dict, schedule: dict) -> list[FitSpec]:
 
 def select(bench: Bench, task: str, specs: list[FitSpec], seed) -> tuple[FitSpec, pd.DataFrame]:
     """(best spec, one row per candidate with its validation accuracy); ties go to the first listed.
-    ``seed``: one seed, or a list of seeds whose validation accuracies are averaged (``n_seeds``)."""
+    ``seed``: one seed, or a list of seeds whose validation accuracies are averaged (``n_seeds``). A
+    grid of one candidate is chosen without a fit: its row has no accuracy (NaN) and ``n_seeds`` 0."""
     seeds = [seed] if isinstance(seed, numbers.Integral) else list(seed)
+    if len(specs) == 1:  # nothing to choose between: no validation fit (its accuracy would decide nothing)
+        return specs[0], pd.DataFrame([{"config": describe(specs[0]), "val_accuracy": float("nan"),
+                                        "seconds": 0.0, "n_seeds": 0}])
     results = fit_runs(bench, [(task, s, sd, "val") for s in specs for sd in seeds])
     rows = []
     for i, s in enumerate(specs):
@@ -42,6 +46,11 @@ def select(bench: Bench, task: str, specs: list[FitSpec], seed) -> tuple[FitSpec
     df = pd.DataFrame(rows)
     best = df.loc[df.val_accuracy.idxmax(), "spec"]
     return best, df.drop(columns="spec").assign(n_seeds=len(seeds))
+
+
+def _candidates(specs: list[FitSpec]) -> list[FitSpec]:
+    """The specs ``select`` validates: all of them, or none when there is only one."""
+    return specs if len(specs) > 1 else []
 
 
 def chosen(bench: Bench, tasks: list[str], method_cfg: dict, schedule: dict, seed: int) -> dict[str, FitSpec]:
@@ -73,7 +82,7 @@ def variant_specs(bench: Bench, tasks: list[str], method_cfg: dict, schedule: di
     own = {v: grid_specs({**method_cfg, "fixed": {**(method_cfg.get("fixed") or {}), **variants[v]}}, schedule)
            for v in retuned}
     # every grid point at every seed on every core, before select reads them back
-    fit_runs(bench, [(t, s, sd, "val") for v in retuned for t in tasks for s in own[v] for sd in seeds])
+    fit_runs(bench, [(t, s, sd, "val") for v in retuned for t in tasks for s in _candidates(own[v]) for sd in seeds])
     out, grids = {}, []
     for v in retuned:
         out[v] = {}
@@ -96,7 +105,7 @@ def tuned_runs(bench: Bench, tasks: list[str], methods: dict, schedule: dict, se
     jobs = [(t, m) for t in tasks for m in methods] + [(t, m) for t in tasks for m in (extra or {})]
     # every grid point, then every chosen setting at every seed, on every core (privtrans.book.workers)
     fit_runs(bench, [(t, s, seeds[0], "val") for t, m in jobs if m in methods
-                     for s in grid_specs(methods[m], schedule)], progress)
+                     for s in _candidates(grid_specs(methods[m], schedule))], progress)
     best, sel = {}, []
     for t, m in jobs:
         if m in methods:
