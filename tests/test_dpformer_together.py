@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from privtrans.book.runcache import code_modules
-from privtrans.dpformer import data, runs, synthetic, train
+from privtrans.dpformer import data, experiments, reattention, runs, synthetic, train
 
 SEEDS = [0, 1, 2]
 
@@ -137,3 +137,28 @@ def test_missing_runs_are_trained_on_every_core_first_and_counted_as_trained(tin
     assert torch.equal(got[0]["state_dict"]["item_emb.weight"], stored["state_dict"]["item_emb.weight"])
     assert_same_run(train.train_run(spec.with_(seed=2), s, device="cpu"), got[2])
     assert runs.train_missing(cache, specs, s, d, device="cpu") == 0  # all stored now
+
+
+def test_figure9_models_are_the_single_runs_the_missing_ones_trained_on_every_core_first(tiny, tmp_path, monkeypatch):
+    """experiments.trained_models (Figure 9): each (method, ε, seed) is the run ``trained_model`` reads,
+    a missing one trained once on the workers and counted once."""
+    monkeypatch.setenv("PRIVTRANS_WORKERS", "2")
+    d, s = tiny
+    b = experiments.Bundle(d, s)
+    cfg = {"epochs": 1, "batch_size": 64, "d": 8, "max_len": 6, "eval_every": 1, "dropout": 0.0}
+    freq = reattention.item_frequencies(torch.as_tensor(s.train), s.n_items)
+    cache = runs.run_cache(tmp_path)
+    keys = [("non-private", None), ("transformer", 8.0), ("dpformer", 8.0)]
+    got = experiments.trained_models(cache, b, cfg, keys, [0, 1], freq)
+    assert list(got) == [(m, e, sd) for sd in (0, 1) for m, e in keys]
+    assert cache.misses == 6 and cache.hits == 0  # each trained once (on the workers), counted once
+    again = runs.run_cache(tmp_path)
+    for (m, e, sd), (res, model) in got.items():
+        alone, _ = experiments.trained_model(again, b, cfg, m, e, sd, freq)
+        assert res["cached"] and res["spec"] == alone["spec"] and res["spec"]["seed"] == sd
+        assert res["spec"]["epsilon"] == e and res["spec"]["method"] == ("transformer" if m == "non-private" else m)
+        for k, v in alone["state_dict"].items():
+            assert torch.equal(model.state_dict()[k], v), (m, e, sd, k)
+    assert again.misses == 0
+    assert_same_run(train.train_run(train.spec_from_cfg(cfg, "dpformer", 8.0, 1), s, device="cpu"),
+                    got["dpformer", 8.0, 1][0])

@@ -356,6 +356,19 @@ def paper_reference_shown(table: str):
     return ref.style.hide(axis="index").set_caption(f"Source: {ref.attrs['source']}")
 
 
+def trained_models(cache: RunCache, b: Bundle, cfg: dict, keys, seeds, item_freq) -> dict:
+    """{(method, ε, seed): ``trained_model(...)``} for every (method, ε) of ``keys`` and every seed,
+    the runs the cache lacks trained on every core first (``runs.train_missing``; at ci, Figure 9's
+    non-private references, the rest being Table 1's runs)."""
+    specs = [train.spec_from_cfg(cfg, _arch(m), e, s) for s in seeds for m, e in keys]
+    runs.train_missing(cache, specs, b.split, b.data)
+    return {(m, e, s): trained_model(cache, b, cfg, m, e, s, item_freq) for s in seeds for m, e in keys}
+
+
+def _arch(method: str) -> str:
+    return "transformer" if method == "non-private" else method
+
+
 def trained_model(cache: RunCache, b: Bundle, cfg: dict, method: str, epsilon, seed: int, item_freq):
     """(result, model) of one run through the cache, the model rebuilt for inspection (Figure 9).
 
@@ -363,7 +376,7 @@ def trained_model(cache: RunCache, b: Bundle, cfg: dict, method: str, epsilon, s
     "non-private" is the tied Transformer trained without DP."""
     from . import reattention
 
-    arch = "transformer" if method == "non-private" else method
+    arch = _arch(method)
     spec = train.spec_from_cfg(cfg, arch, epsilon, seed)
     res = runs.cached_run(cache, spec, b.split, b.data)
     model = train.load_model(res, b.split.n_items)
