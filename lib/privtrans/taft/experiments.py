@@ -213,19 +213,22 @@ def composition_runs(bench: Bench, tasks: list[str], specs: dict, shards: list[i
     for every method (column ``composed_minus_ensemble``), not only the tangent ones."""
     import pandas as pd
 
-    max_abs_diff = 0.0
     jobs = [(t, n, s, m) for t in tasks for n in shards for s in seeds for m in specs]
-    for t in tasks:  # computed once here, then shared with the workers
-        for spec in specs.values():
-            bench.prepare(t, spec)
+    _prepare(bench, tasks, specs.values())
     workers.in_parallel([partial(bench.shards, t, specs[m], n, s) for t, n, s, m in jobs], progress=progress)
     # the tests of the trained shard sets, on every core too (each is N tangent forwards of the test set)
     rows = workers.values_in_parallel([partial(_composition_row, bench, t, n, s, m, specs[m], measure_all)
                                        for t, n, s, m in jobs])
-    for (t, n, s, m), row in zip(jobs, rows):
-        if specs[m].method == "taft":
-            max_abs_diff = max(max_abs_diff, row["composed_minus_ensemble"])
+    max_abs_diff = max((row["composed_minus_ensemble"] for (*_, m), row in zip(jobs, rows)
+                        if specs[m].method == "taft"), default=0.0)
     return pd.DataFrame(rows), max_abs_diff
+
+
+def _prepare(bench: Bench, tasks, specs) -> None:
+    """The features every (task, spec) starts from, computed here once and shared with forked workers."""
+    for t in tasks:
+        for spec in specs:
+            bench.prepare(t, spec)
 
 
 def _composition_row(bench: Bench, task: str, n: int, seed: int, method: str, spec: FitSpec, measure_all: bool) -> dict:
@@ -276,9 +279,7 @@ def forgetting_curves_runs(bench: Bench, jobs: list[tuple], specs: dict, n_shard
                            draws: int, progress=None) -> tuple[list[dict], list[float]]:
     """``forgetting_curves`` for every (task, seed) of ``jobs`` on every core (each is the 2·N shard
     models' test logits, seconds apart): (all rows, each job's subtraction error), in ``jobs``' order."""
-    for t in {t for t, _ in jobs}:  # the features, computed here once and shared with the workers
-        for spec in specs.values():
-            bench.prepare(t, spec)
+    _prepare(bench, dict.fromkeys(t for t, _ in jobs), specs.values())
     out = workers.values_in_parallel([partial(forgetting_curves, bench, t, specs, n_shards, s, removed, draws)
                                       for t, s in jobs], progress=progress)
     return [r for rows, _ in out for r in rows], [err for _, err in out]

@@ -34,7 +34,7 @@ def select(bench: Bench, task: str, specs: list[FitSpec], seed) -> tuple[FitSpec
     ``seed``: one seed, or a list of seeds whose validation accuracies are averaged (``n_seeds``). A
     grid of one candidate is chosen without a fit: its row has no accuracy (NaN) and ``n_seeds`` 0."""
     seeds = [seed] if isinstance(seed, numbers.Integral) else list(seed)
-    if len(specs) == 1:  # nothing to choose between: no validation fit (its accuracy would decide nothing)
+    if not _candidates(specs):  # nothing to choose between: no validation fit (its accuracy would decide nothing)
         return specs[0], pd.DataFrame([{"config": describe(specs[0]), "val_accuracy": float("nan"),
                                         "seconds": 0.0, "n_seeds": 0}])
     results = fit_runs(bench, [(task, s, sd, "val") for s in specs for sd in seeds])
