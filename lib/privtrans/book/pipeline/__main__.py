@@ -19,7 +19,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import DRY, RUNNABLE, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims
-from . import cache, calibration, execute, html, lock, progress, report, schedule
+from . import cache, calibration, execute, html, lock, progress, report, schedule, warm
 from .discover import discover, pick
 
 
@@ -108,13 +108,27 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 
             continue
         stale.append((nb, key))
     if jobs == 1:
-        for nb, key in stale:
-            with bar.running(nb):
-                res = execute.run(root, nb, profile, seed)
-            record(root, nb, profile, seed, key, res, jobs, bar)
+        run_one_by_one(root, stale, profile, seed, bar)
     else:
         run_side_by_side(root, stale, profile, seed, jobs, bar)
     return len(stale)
+
+
+def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: progress.Progress):
+    """Each notebook in turn, the next one's kernel warming on an idle core meanwhile (``warm``)."""
+    warming = warm.enabled()
+    nxt = None  # the first notebook starts its own kernel: a warm one would have nothing to wait for
+    try:
+        for i, (nb, key) in enumerate(stale):
+            this, nxt = nxt, None
+            if warming and i + 1 < len(stale):
+                nxt = execute.warm_kernel(root, stale[i + 1][0])
+            with bar.running(nb):
+                res = execute.run(root, nb, profile, seed, warm=this)
+            record(root, nb, profile, seed, key, res, 1, bar)
+    finally:
+        if nxt is not None:  # interrupted: no kernel outlives the build
+            nxt.close()
 
 
 def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: progress.Progress):

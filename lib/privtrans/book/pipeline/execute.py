@@ -107,8 +107,36 @@ def echo_progress(log: Path, label: str, stream=None, every: float = 1.0):
         drain()
 
 
-def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
+def progress_log_path(root: Path, nb: Notebook) -> Path:
+    return root / "_build" / "papermill" / nb.chapter / f"{nb.stem}.progress.log"
+
+
+def kernel_env(root: Path, nb: Notebook) -> dict:
+    """What a notebook's kernel finds in its environment, beyond the build's own."""
+    return {LOG_ENV: str(progress_log_path(root, nb)),  # progress bars in the kernel write there (echo_progress)
+            "PRIVTRANS_ROOT": str(root),  # results land in this checkout
+            "PYTHONPATH": os.pathsep.join(p for p in (str(root / "lib"), os.environ.get("PYTHONPATH")) if p)}
+
+
+def source_notebook(nb: Notebook):
     import jupytext
+
+    notebook = jupytext.read(nb.source)
+    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
+    return notebook
+
+
+def warm_kernel(root: Path, nb: Notebook):
+    """``nb``'s kernel, started now at low priority with its imports loaded (``warm.WarmKernel``)."""
+    from . import warm
+
+    return warm.WarmKernel(KERNEL, {**os.environ, **kernel_env(root, nb)}, str(root),
+                           warm.imported_modules(source_notebook(nb)), _kernel_config)
+
+
+def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome:
+    """``warm``: a ``warm.WarmKernel`` started for ``nb`` (run there, then shut down), or None for a
+    kernel started here."""
     import nbformat
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
@@ -117,26 +145,23 @@ def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
     work.mkdir(parents=True, exist_ok=True)
     src_ipynb = work / f"{nb.stem}.source.ipynb"
     out_ipynb = work / f"{nb.stem}.ipynb"
-    notebook = jupytext.read(nb.source)
-    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
+    notebook = source_notebook(nb)
     nbformat.write(notebook, src_ipynb)
     if out_ipynb.exists():
         out_ipynb.unlink()
 
     env_before = {k: os.environ.get(k) for k in ("PRIVTRANS_ROOT", "PYTHONPATH", LOG_ENV)}
-    progress_log = work / f"{nb.stem}.progress.log"
-    os.environ[LOG_ENV] = str(progress_log)  # progress bars in the kernel write there (echo_progress)
-    os.environ["PRIVTRANS_ROOT"] = str(root)  # the kernel inherits it: results land in this checkout
-    os.environ["PYTHONPATH"] = os.pathsep.join(  # ... and imports this checkout's lib/
-        p for p in (str(root / "lib"), env_before["PYTHONPATH"]) if p)
+    progress_log = progress_log_path(root, nb)
+    os.environ.update(kernel_env(root, nb))  # a kernel started here inherits them
     t0 = time.perf_counter()
     sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
+    km = warm.take() if warm is not None else None
     try:
         with echo_progress(progress_log, nb.label):
             pm.execute_notebook(
                 str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
                 kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
-                config=_kernel_config(sockets),
+                config=_kernel_config(sockets), **({"km": km} if km is not None else {}),
             )
     except PapermillExecutionError as e:
         where = f"code cell {_code_cell_number(notebook, e.source)} (`{_first_line(e.source)}`)"
@@ -146,6 +171,8 @@ def run(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
         return Outcome("failed", time.perf_counter() - t0,
                        f"{nb.source.relative_to(root)}: {type(e).__name__}: {e}")
     finally:
+        if warm is not None:
+            warm.close()
         shutil.rmtree(sockets, ignore_errors=True)
         for k, v in env_before.items():
             if v is None:

@@ -1,0 +1,189 @@
+"""The next notebook's kernel, started and its imports loaded on an idle core while this one runs.
+
+Every notebook pays a kernel start (about 2 s) and its imports (torch, pandas, scipy, the chapter's
+package: about 3 s) on one core: some 4 minutes of a 45-notebook book. Most notebooks leave part of
+a core idle (a serial tail, an evaluation in the kernel), so ``WarmKernel`` starts the next
+notebook's kernel early at the lowest CPU priority (nice 19: it takes what the running notebook
+leaves, and slows it by about 1.5 % where it wants both cores) and imports the modules the
+notebook's code cells import. ``take`` raises the kernel back to normal priority and hands its
+manager to papermill. The warm-up runs silently and outside the notebook's namespace: no name is
+bound, no execution count moves, so the executed notebook is the one a cold kernel gives. A
+notebook's recorded seconds then start from the warm kernel.
+
+Papermill and nbclient take a started kernel manager (``km``) and leave it running, so ``close``
+shuts it down. Where the priority cannot be raised again (a user may lower its own processes'
+priority, only root may raise it), no kernel is warmed: a nice-19 kernel would then run the
+whole notebook at the lowest priority.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+NICE = 19
+READY_TIMEOUT = 120
+ENV = "PRIVTRANS_WARM_KERNEL"  # 0: every notebook starts its own kernel, as in Jupyter
+
+
+def imported_modules(notebook) -> list[str]:
+    """The modules a notebook's code cells import at their top level, in order, each once:
+    ``from a.b import c`` gives ``a.b`` and ``a.b.c`` (which may be a name, not a module: the warm-up
+    skips what does not import). Cells that do not parse (IPython magics) are skipped."""
+    out = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                out += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                out += [node.module] + [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
+    return list(dict.fromkeys(out))
+
+
+def warm_up_code(modules: list[str]) -> str:
+    """Kernel code that imports ``modules`` and leaves no name behind (a failed import is left for
+    the notebook's own cell to report, with its traceback)."""
+    return ("def _privtrans_warm(modules):\n"
+            "    import importlib\n"
+            "    for m in modules:\n"
+            "        try:\n"
+            "            importlib.import_module(m)\n"
+            "        except Exception:\n"
+            "            pass\n"
+            f"_privtrans_warm({modules!r})\n"
+            "del _privtrans_warm\n")
+
+
+def can_raise_priority() -> bool:
+    """Whether this process may give a process back normal priority after lowering it (root, or an
+    RLIMIT_NICE that allows nice 0)."""
+    if not hasattr(os, "setpriority"):
+        return False
+    if os.geteuid() == 0:
+        return True
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return False
+    return soft == resource.RLIM_INFINITY or soft >= 20  # the limit is 20 - the lowest nice allowed
+
+
+def enabled() -> bool:
+    """Warm the next kernel unless ``PRIVTRANS_WARM_KERNEL=0``, and only where its priority can be
+    raised again."""
+    return os.environ.get(ENV, "1") != "0" and can_raise_priority()
+
+
+def _set_nice(pid: int, value: int) -> None:
+    """Every thread of ``pid`` (Linux keeps a priority per thread; a worker forked later inherits the
+    forking thread's)."""
+    tasks = Path(f"/proc/{pid}/task")
+    tids = [int(p.name) for p in tasks.iterdir()] if tasks.is_dir() else [pid]
+    for tid in tids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, value)
+        except ProcessLookupError:
+            pass
+
+
+def _tracked_manager(kernel_name: str, config):
+    """An AsyncKernelManager that remembers the clients made from it: nbclient leaves the client of
+    a kernel it did not start connected (its heartbeat thread polling a dead kernel), so ``close``
+    stops them."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class TrackedKernelManager(AsyncKernelManager):
+        def client(self, **kwargs):
+            kc = super().client(**kwargs)
+            self.clients.append(kc)
+            return kc
+
+    km = TrackedKernelManager(kernel_name=kernel_name, config=config)
+    km.clients = []
+    return km
+
+
+class WarmKernel:
+    """A kernel started for one notebook before its turn. ``take()`` -> the kernel manager to pass
+    to papermill (``km=``), or None when the warm-up failed (papermill then starts its own);
+    ``close()`` shuts the kernel down, whether taken or not."""
+
+    def __init__(self, kernel_name: str, env: dict, cwd: str, modules: list[str], config_for):
+        self.sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
+        self.km = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, daemon=True,
+                                        args=(kernel_name, env, cwd, modules, config_for(self.sockets)))
+        self._thread.start()
+
+    def _start(self, kernel_name, env, cwd, modules, config):
+        async def start():
+            km = _tracked_manager(kernel_name, config)
+            await km.start_kernel(env=env, cwd=cwd)
+            self.km = km
+            _set_nice(km.provisioner.pid, NICE)
+            kc = km.client()
+            kc.start_channels()
+            try:
+                await kc.wait_for_ready(timeout=READY_TIMEOUT)
+                _set_nice(km.provisioner.pid, NICE)  # threads the kernel started meanwhile
+                await kc.execute_interactive(warm_up_code(modules), silent=True, store_history=False,
+                                             timeout=READY_TIMEOUT)
+            finally:
+                kc.stop_channels()
+
+        try:
+            asyncio.run(start())
+        except BaseException as e:  # noqa: BLE001 - reported by take(): the notebook then starts cold
+            self.error = e
+
+    def wait(self) -> bool:
+        """Block until the warm-up is over; whether it succeeded."""
+        self._thread.join()
+        return self.error is None and self.km is not None
+
+    def take(self):
+        self.wait()
+        if self.km is not None:
+            try:
+                _set_nice(self.km.provisioner.pid, 0)
+            except (OSError, AttributeError, TypeError) as e:
+                self.error = self.error or e
+        if self.error is not None:
+            print(f"    (a warm kernel failed: {type(self.error).__name__}: {self.error}; starting a cold one)",
+                  file=sys.stderr)
+            self.close()
+            return None
+        return self.km
+
+    def close(self):
+        self._thread.join()
+        km, self.km = self.km, None
+        if km is not None:
+            for kc in km.clients:
+                kc.stop_channels()
+            async def stop():
+                if await km.is_alive():
+                    await km.shutdown_kernel(now=True)  # and cleans up its connection files
+                else:
+                    await km.cleanup_resources()
+
+            try:
+                asyncio.run(stop())
+            except Exception:  # noqa: BLE001 - a kernel that is already gone
+                pass
+        shutil.rmtree(self.sockets, ignore_errors=True)
