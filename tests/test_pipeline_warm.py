@@ -1,5 +1,5 @@
 """privtrans.book.pipeline.warm: the next notebook's kernel, warmed at low priority, runs the notebook
-as a cold kernel does, at normal priority, and does not outlive it."""
+as a cold kernel does, at the build's own priority, and does not outlive it."""
 
 import os
 import subprocess
@@ -13,7 +13,7 @@ from privtrans.book.pipeline import execute, warm
 from privtrans.book.pipeline.discover import Notebook
 
 needs_priority = pytest.mark.skipif(not warm.can_raise_priority(),
-                                    reason="this user cannot give a process back normal priority")
+                                    reason="this user cannot give a process back its priority")
 
 
 def test_imported_modules_are_the_top_level_imports_of_the_code_cells():
@@ -90,20 +90,21 @@ def test_a_warm_kernel_runs_the_notebook_as_a_cold_one_and_is_shut_down(tmp_path
     src.write_text(NOTEBOOK)
     nb = Notebook("taft", src)
 
-    assert execute.run(tmp_path, nb, "smoke", 0).status == "ok"
+    res = execute.run(tmp_path, nb, "smoke", 0)
+    assert res.status == "ok" and not res.warm_kernel
     cold_counts, cold = _outputs(tmp_path, nb)
 
     kernel = execute.warm_kernel(tmp_path, nb)
     assert kernel.wait(), kernel.error
     res = execute.run(tmp_path, nb, "smoke", 0, warm=kernel)
-    assert res.status == "ok", res.error
+    assert res.status == "ok" and res.warm_kernel, res.error
     warm_counts, warmed = _outputs(tmp_path, nb)
 
     assert cold[0] == "warmed: False\n" and warmed[0] == "warmed: True\n"  # the warm-up imported colorsys
     assert warm_counts == cold_counts  # the warm-up moved no execution count
-    # the same names (the warm-up bound none), normal priority, the same environment
+    # the same names (the warm-up bound none), the build's own priority, the same environment
     assert warmed[1].splitlines()[:2] == cold[1].splitlines()[:2]
-    assert f"priority: 0 root: {tmp_path}" in warmed[1]
+    assert f"priority: {os.getpriority(os.PRIO_PROCESS, 0)} root: {tmp_path}" in warmed[1]
     pid = int(warmed[1].split("pid:")[1])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # shut down with the notebook

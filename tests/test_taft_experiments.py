@@ -143,3 +143,19 @@ def test_forgetting_curves_runs_on_two_workers_equal_the_calls_one_by_one(bench,
     want = [X.forgetting_curves(bench, t, specs, 3, s, [0, 1, 2], 2) for t, s in jobs]
     assert rows == [r for rs, _ in want for r in rs] and errors == [e for _, e in want]
     assert len(rows) == 2 * 3 * 2 and max(errors) < 1e-4  # forgetting by subtraction = composing the rest
+
+
+def test_benches_pretrain_the_longest_backbone_first_and_keep_the_settings_order(monkeypatch):
+    from privtrans.book import profiles
+
+    cfg = profiles.settings("taft", "table9_pretraining", "ci")
+    backbones = {name: {**cfg["backbone"], **over} for name, over in cfg["backbones"].items()}
+    started = []
+    monkeypatch.setattr(X, "get_backbone", lambda spec, seed, cache: started.append(spec))
+    monkeypatch.setattr(X, "Bench", lambda b, *a: b)
+    monkeypatch.setattr(X.workers, "default_workers", lambda: 1)  # in order, in this process
+    out = X.benches(backbones, 0, {}, None)
+    assert out == backbones
+    # Table 9's backbones at `ci` took CLS+ 34 s, CLS 29 s, MAE 23 s, CLS-small 15 s (cold build, 2026-11-28)
+    names = [next(n for n, b in backbones.items() if X.PretrainSpec.from_cfg(b) == s) for s in started]
+    assert names == ["CLS+", "CLS", "MAE", "CLS-small"]

@@ -163,7 +163,7 @@ def record(root: Path, nb, profile: str, seed: int, key: str, res: execute.Outco
     """Keep a notebook's state (its key only when it ran clean) and print its line."""
     state = {"chapter": nb.chapter, "notebook": nb.stem, "profile": profile, "seed": seed,
              "seconds": round(res.seconds, 2), "status": res.status, "error": res.error,
-             "key": key if res.status == "ok" else None, "jobs": jobs}
+             "key": key if res.status == "ok" else None, "jobs": jobs, "warm_kernel": res.warm_kernel}
     cache.save_state(root, nb, state)
     bar.done(nb, res.seconds, res.status)
     if res.error:
@@ -180,9 +180,10 @@ def finish(root: Path, all_nbs, profile: str, seed: int, no_html: bool, t_start:
         problem = execute.papermill_problem(execute.executed_path(root, nb)) if st["status"] == "ok" else None
         if problem:
             st = dict(st, status="failed", error=f"{nb.label}: {problem}")
-        # jobs: how many notebooks shared the machine while this one ran (its seconds are its own only at 1)
+        # jobs: how many notebooks shared the machine while this one ran (its seconds are its own only at 1);
+        # warm_kernel: its kernel was started and its imports loaded before its turn (pipeline/warm.py)
         rows.append({**{k: st.get(k) for k in ("chapter", "notebook", "profile", "seed", "seconds", "status", "error")},
-                     "jobs": st.get("jobs", 1)})
+                     "jobs": st.get("jobs", 1), "warm_kernel": bool(st.get("warm_kernel"))})
     ran = {(nb.chapter, nb.name) for nb, r in zip(all_nbs, rows) if r["status"] == "ok"}
     if profile == DRY:  # one step per loop (privtrans.book.dry): no claim is judged on such numbers
         ran = set()

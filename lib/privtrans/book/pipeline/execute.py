@@ -25,6 +25,7 @@ class Outcome:
     status: str  # ok | failed
     seconds: float
     error: str | None = None
+    warm_kernel: bool = False  # ran in a kernel started and warmed before its turn (seconds exclude that)
 
 
 def executed_path(root: Path, nb: Notebook) -> Path:
@@ -186,7 +187,7 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
     executed = nbformat.read(out_ipynb, as_version=4)
     executed.metadata.pop("widgets", None)  # widget state would pull JS from a CDN
     atomic_write_text(executed_path(root, nb), nbformat.writes(executed))
-    return Outcome("ok", seconds)
+    return Outcome("ok", seconds, warm_kernel=km is not None)
 
 
 def remove_stale(root: Path, notebooks: list[Notebook]):

@@ -3,10 +3,10 @@
 Every notebook pays a kernel start (about 2 s) and its imports (torch, pandas, scipy, the chapter's
 package: about 3 s) on one core: some 4 minutes of a 45-notebook book. Most notebooks leave part of
 a core idle (a serial tail, an evaluation in the kernel), so ``WarmKernel`` starts the next
-notebook's kernel early at the lowest CPU priority (nice 19: it takes what the running notebook
-leaves, and slows it by about 1.5 % where it wants both cores) and imports the modules the
-notebook's code cells import. ``take`` raises the kernel back to normal priority and hands its
-manager to papermill. The warm-up runs silently and outside the notebook's namespace: no name is
+notebook's kernel early at the lowest CPU priority (nice 19: it runs on what the running notebook
+leaves; where both want one core, the scheduler gives it about 1.5 % of it) and imports the modules
+the notebook's code cells import. ``take`` gives the kernel back the build's own priority and hands
+its manager to papermill. The warm-up runs silently and outside the notebook's namespace: no name is
 bound, no execution count moves, so the executed notebook is the one a cold kernel gives. A
 notebook's recorded seconds then start from the warm kernel.
 
@@ -28,7 +28,6 @@ import threading
 from pathlib import Path
 
 NICE = 19
-READY_TIMEOUT = 120
 ENV = "PRIVTRANS_WARM_KERNEL"  # 0: every notebook starts its own kernel, as in Jupyter
 
 
@@ -67,8 +66,8 @@ def warm_up_code(modules: list[str]) -> str:
 
 
 def can_raise_priority() -> bool:
-    """Whether this process may give a process back normal priority after lowering it (root, or an
-    RLIMIT_NICE that allows nice 0)."""
+    """Whether this process may give a process it lowered to nice 19 back its own priority (root, or
+    an RLIMIT_NICE that reaches it: the limit allows nice values down to 20 - limit)."""
     if not hasattr(os, "setpriority"):
         return False
     if os.geteuid() == 0:
@@ -79,7 +78,7 @@ def can_raise_priority() -> bool:
         soft, _ = resource.getrlimit(resource.RLIMIT_NICE)
     except (ImportError, AttributeError, OSError, ValueError):
         return False
-    return soft == resource.RLIM_INFINITY or soft >= 20  # the limit is 20 - the lowest nice allowed
+    return soft == resource.RLIM_INFINITY or 20 - soft <= os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def enabled() -> bool:
@@ -124,8 +123,10 @@ class WarmKernel:
 
     def __init__(self, kernel_name: str, env: dict, cwd: str, modules: list[str], config_for):
         self.sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
+        self.priority = os.getpriority(os.PRIO_PROCESS, 0)  # the build's own: a cold kernel would inherit it
         self.km = None
         self.error: BaseException | None = None
+        self._taken = threading.Event()
         self._thread = threading.Thread(target=self._start, daemon=True,
                                         args=(kernel_name, env, cwd, modules, config_for(self.sockets)))
         self._thread.start()
@@ -135,14 +136,15 @@ class WarmKernel:
             km = _tracked_manager(kernel_name, config)
             await km.start_kernel(env=env, cwd=cwd)
             self.km = km
-            _set_nice(km.provisioner.pid, NICE)
+            self._lower(km.provisioner.pid)
             kc = km.client()
             kc.start_channels()
             try:
-                await kc.wait_for_ready(timeout=READY_TIMEOUT)
-                _set_nice(km.provisioner.pid, NICE)  # threads the kernel started meanwhile
-                await kc.execute_interactive(warm_up_code(modules), silent=True, store_history=False,
-                                             timeout=READY_TIMEOUT)
+                # no timeout: at nice 19 beside a notebook that keeps both cores busy, a start takes
+                # long; the wait ends when the kernel replies or dies (the client asks its manager)
+                await kc.wait_for_ready(timeout=None)
+                self._lower(km.provisioner.pid)  # threads the kernel started meanwhile
+                await kc.execute_interactive(warm_up_code(modules), silent=True, store_history=False)
             finally:
                 kc.stop_channels()
 
@@ -151,18 +153,25 @@ class WarmKernel:
         except BaseException as e:  # noqa: BLE001 - reported by take(): the notebook then starts cold
             self.error = e
 
+    def _lower(self, pid: int) -> None:
+        if not self._taken.is_set():
+            _set_nice(pid, NICE)
+
     def wait(self) -> bool:
         """Block until the warm-up is over; whether it succeeded."""
         self._thread.join()
         return self.error is None and self.km is not None
 
     def take(self):
-        self.wait()
-        if self.km is not None:
-            try:
-                _set_nice(self.km.provisioner.pid, 0)
-            except (OSError, AttributeError, TypeError) as e:
-                self.error = self.error or e
+        self._taken.set()
+        try:
+            if self.km is not None:  # the build's priority first, so that what is left of the warm-up is quick
+                _set_nice(self.km.provisioner.pid, self.priority)
+            self.wait()
+            if self.km is not None:  # and again for threads started while the warm-up lowered them
+                _set_nice(self.km.provisioner.pid, self.priority)
+        except (OSError, AttributeError, TypeError) as e:
+            self.error = self.error or e
         if self.error is not None:
             print(f"    (a warm kernel failed: {type(self.error).__name__}: {self.error}; starting a cold one)",
                   file=sys.stderr)
@@ -176,6 +185,7 @@ class WarmKernel:
         if km is not None:
             for kc in km.clients:
                 kc.stop_channels()
+
             async def stop():
                 if await km.is_alive():
                     await km.shutdown_kernel(now=True)  # and cleans up its connection files
