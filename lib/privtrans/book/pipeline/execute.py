@@ -156,8 +156,9 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
     os.environ.update(kernel_env(root, nb))  # a kernel started here inherits them
     t0 = time.perf_counter()
     sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
-    km = warm.take() if warm is not None else None
+    km = None
     try:
+        km = warm.take() if warm is not None else None  # inside the try: an interrupt here still closes it
         with echo_progress(progress_log, nb.label):
             pm.execute_notebook(
                 str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
