@@ -38,3 +38,41 @@ def test_dp_fit_takes_sigma_from_the_accountant():
     x, y = _data()
     spec = dp.DPSpec(epsilon=3.0, steps=2)
     assert dp.dp_fit(torch.nn.Linear(5, 3), x, y, spec, seed=0) == pytest.approx(spec.noise_multiplier())
+
+
+@pytest.mark.usefixtures("float64")
+@pytest.mark.parametrize("method,regime,cls", [("taft", "full", False), ("taft", "full", True), ("taft", "ln", False),
+                                               ("nlft", "full", False), ("fc", "head", False)])
+def test_a_dp_step_is_the_clipped_sum_of_per_sample_gradients(method, regime, cls):
+    """One step of ``dp_fit`` without noise, over several chunks, on Table 3's models: the gradient
+    it steps on is Σ_i min(1, C/‖g_i‖) g_i / n with g_i from torch.func (vmap of grad), some samples
+    clipped and some not."""
+    from privtrans.shared.dp.brute_force import norms_of, per_sample_grads
+    from privtrans.shared.dp.clipping import clip_factors
+    from privtrans.taft import finetune
+    from privtrans.taft.vit import ViT, ViTConfig
+
+    torch.manual_seed(0)
+    vit = ViT(ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)).eval()
+    spec = finetune.FitSpec(method, tuned=1, loss="ce", pt=True, regime=regime, cls=cls)
+    model = finetune.make_model(vit, spec, 5, init_seed=1, output="jvp")
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():  # Δ away from zero, so that every tangent term carries a gradient
+        for p in model.parameters():
+            if p.requires_grad:
+                p.add_(0.1 * torch.randn(p.shape, generator=g))
+    x = finetune.features(vit, torch.randn(8, 1, 8, 8, generator=g), len(vit.blocks) - 1)
+    y = torch.randint(0, 5, (8,), generator=g)
+
+    per = per_sample_grads(model, lambda run, xb, yb: F.cross_entropy(run(xb), yb), x, y)
+    norms = norms_of(per)
+    clip = float(norms.median())
+    coef = clip_factors(norms, clip, "abadi")
+    assert 0 < int((coef < 1).sum()) < len(y)
+    want = {k: torch.einsum("b,b...->...", coef, v) / len(y) for k, v in per.items()}
+
+    dp.dp_fit(model, x, y, dp.DPSpec(epsilon=1.0, steps=1, clip=clip, chunk=3), seed=0, sigma=0.0)
+    got = {k: p.grad for k, p in model.named_parameters() if p.requires_grad}
+    assert got.keys() == want.keys()
+    for k in want:
+        torch.testing.assert_close(got[k], want[k], rtol=1e-9, atol=1e-12, msg=k)

@@ -11,15 +11,20 @@ Nothing computed from the private data outside the noised gradient is returned: 
 the fraction of per-sample gradients that were clipped would be a release that the ε accounting does
 not cover, so it is not computed (the chapter page says so).
 
-Per-sample gradients come from opacus's own hooks (``GradSampleModule``): every trainable tensor
-of the tangent model lives in a plain ``nn.Linear`` / ``nn.LayerNorm`` leaf, so opacus's stock
-grad samplers apply unchanged (tests/test_taft_tangent.py checks them against a per-sample loop).
+Per-sample gradient norms and the clipped sum come from the book's Phantom clipper
+(``privtrans.shared.dp.phantom``, the DPFormer chapter's mechanism): every trainable tensor of the
+tangent and the plain model lives in a plain ``nn.Linear`` / ``nn.LayerNorm`` leaf, whose per-sample
+norms it computes exactly from small Gram matrices without building B per-sample gradients, and it
+checks on the first backward that the recorded leaves rebuild autograd's gradient (tests/test_taft_dp.py:
+a step equals the clipped sum of torch.func's per-sample gradients). Opacus's hooks
+(``GradSampleModule``), used here before, build every per-sample gradient, zero-filled and copied: a
+Table 3 run on all weights took 2.9× (tangent) and 3.8× (non-linear) as long with them, with the same
+accuracy (10.2 s against 3.5 s, 7.8 s against 2.0 s for 25 steps on digits, measured in one run).
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import asdict, dataclass
 
 import torch
@@ -29,6 +34,7 @@ from privtrans.book import dry
 from privtrans.book.device import resolve
 from privtrans.shared.dp.accounting import opacus_noise_multiplier
 from privtrans.shared.dp.clipping import clip_factors
+from privtrans.shared.dp.phantom import PhantomClipper
 
 from .finetune import FitSpec, accuracy, make_model
 
@@ -64,37 +70,31 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None, dev
     thing of the private data it releases is the trained model. Trains on ``device`` (default: cuda
     when present; the noise is drawn on the CPU, the same on every device) and leaves the model on
     the CPU."""
-    from opacus import GradSampleModule
-
     dev = resolve(device)
     model.to(dev)
 
     sigma = spec.noise_multiplier() if sigma is None else sigma
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=spec.lr)
-    model.train()  # opacus records activations in training mode only
-    gsm = GradSampleModule(model, loss_reduction="sum")
+    model.train()
+    clipper = PhantomClipper(model)  # validates its norms against autograd on the first chunk
     gen = torch.Generator().manual_seed(seed)
     n = len(y)
     for _ in dry.loop(range(spec.steps), "DP steps"):
         total = [torch.zeros_like(p) for p in params]
         for i in dry.loop(range(0, n, spec.chunk), "DP chunks"):
-            for p in params:
-                p.grad, p.grad_sample = None, None
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Full backward hook is firing")
-                F.cross_entropy(gsm(x[i:i + spec.chunk].to(dev)), y[i:i + spec.chunk].to(dev),
-                                reduction="sum").backward()
-            norms = torch.stack([p.grad_sample.flatten(1).pow(2).sum(1) for p in params]).sum(0).sqrt()
-            coef = clip_factors(norms, spec.clip, "abadi")
+            with clipper.capture():
+                losses = F.cross_entropy(model(x[i:i + spec.chunk].to(dev)), y[i:i + spec.chunk].to(dev),
+                                         reduction="none")
+            norms = clipper.backward(losses)
+            clipper.write_clipped_sum(clip_factors(norms, spec.clip, "abadi"))  # p.grad = Σ_i c_i g_i
             for t, p in zip(total, params):
-                t += torch.einsum("b,b...->...", coef, p.grad_sample)
+                t += p.grad
+                p.grad = None
         for t, p in zip(total, params):
-            p.grad_sample = None
             noise = torch.normal(0.0, sigma * spec.clip, t.shape, generator=gen)
             p.grad = (t + noise.to(dev)) / n
         opt.step()
-    gsm.remove_hooks()
     model.cpu().eval()
     return sigma
 
