@@ -7,6 +7,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from privtrans.dp_icl import accounting, baselines, constants, experiments, task
@@ -281,6 +282,27 @@ def test_common_random_numbers_order_eps(rng):
     df = experiments.low_dim_grid(rng, [1000], [0.2, 1.0], 1e-5, 2, 100)
     m = df[df.method == "NoisyHead (basic)"].groupby("eps")["excess"].mean()
     assert m[0.2] > m[1.0]
+
+
+def test_the_grid_on_every_core_equals_the_loop_in_one_process(monkeypatch):
+    """Figure 5's grid computes its noise multipliers and DP-SGD runs on worker processes, each run
+    seeded by its own draw in the loop's order: the frame is the one a single process computes."""
+    variants = experiments.dpsgd_variants("rdp", 128, bracket=False)
+    frames = []
+    for n in ("1", "2"):
+        monkeypatch.setenv("PRIVTRANS_WORKERS", n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frames.append(experiments.low_dim_grid(np.random.default_rng(3), [300, 400], [0.5, 1.0], 1e-5, 2, 20,
+                                                   accountants=("basic", "rdp"), dpsgd=variants))
+    one, two = frames
+    assert one["eps_spent"].notna().sum() == 2 * 2 * 2 * len(variants)
+    pd.testing.assert_frame_equal(one, two, check_exact=True)
+    # each run's result is in its own row: the ε opacus reports depends on (N, ε) alone and grows with ε
+    runs = one[one.method.isin(variants)]
+    spent = runs.groupby(["method", "N", "eps"])["eps_spent"]
+    assert (spent.nunique() == 1).all()
+    assert (spent.first().unstack("eps").diff(axis=1).iloc[:, 1:] > 0).all().all()
 
 
 def test_ridge_replacement_matches_a_direct_solve_when_well_conditioned(rng):

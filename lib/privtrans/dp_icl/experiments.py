@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from ..book import dry
+from ..book import dry, workers
 from . import accounting, baselines
 from .constants import Hyper, high_dim, low_dim, over_param, robustness
 from .noisyhead import initial_gamma, noise_std, noisy_gd, private_features
@@ -109,17 +110,17 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
     """Low-dim NoisyHead (noise from each accountant at the same eps), optional DP-ridge and DP-SGD.
 
     dpsgd: {"label": {"accountant": "prv", "replace_one": bool, "batch_size": 256}} variants.
+    Each N's noise multipliers (numerical accountant searches) and its DP-SGD runs (each seeded by
+    its own draw from ``rng``, in the loop's order) are computed on every core
+    (``book.workers``): the frame is the same as the loop's in one process (tested).
     """
     rows = []
     eps = np.asarray(eps, dtype=float)
-    for N in Ns:
+    noise = workers.values_in_parallel([partial(_noise_multipliers, int(N), eps, delta, accountants, dpsgd or {})
+                                        for N in Ns])
+    for N, (zs, sgd_z) in zip(Ns, noise):
         hp = low_dim(int(N))
-        zs = {a: np.array([accounting.noise_multiplier(a, float(e), delta, hp.T) for e in eps])
-              for a in accountants}
-        sgd_z = {k: {float(e): baselines.dpsgd_noise_multiplier(hp, float(e), delta, v.get("batch_size", 256),
-                                                                v.get("accountant", "prv"), v.get("replace_one", False),
-                                                                v.get("epochs", False))
-                     for e in eps} for k, v in (dpsgd or {}).items()}
+        runs = []  # (row index, DP-SGD call): run on every core once this N's repetitions are drawn
         for b in dry.loop(range(reps), "repetitions", keep=2):
             pr = make_problem(rng, hp, n_test)
             g0 = initial_gamma(rng, pr.d, hp.R)
@@ -137,15 +138,34 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
             for k, v in (dpsgd or {}).items():
                 for e in eps:
                     z = sgd_z[k][float(e)]
-                    g, spent = baselines.dpsgd(pr.Zt, pr.yt, hp, z, g0, seed=int(rng.integers(2**31)),
-                                               delta=delta, batch_size=v.get("batch_size", 256),
-                                               accountant=v.get("accountant", "prv"),
-                                               epochs=v.get("epochs", False), clip=v.get("clip", "sigma"))
-                    rows.append(dict(base, method=k, eps=e, z=z, eps_spent=spent, excess=float(pr.excess(g))))
+                    runs.append((len(rows), partial(_dpsgd_excess, pr, hp, z, g0, int(rng.integers(2**31)), delta, v)))
+                    rows.append(dict(base, method=k, eps=e, z=z))
             rows.append(dict(base, method=RIDGE_TEST_MSE, eps=np.nan,
                              excess=float(test_mse(pr.gamma_star, pr.Z_test, pr.y_test)[0])))
             rows.append(dict(base, method=Y2_TEST, eps=np.nan, excess=float(np.mean(pr.y_test**2))))
+        for (i, _), (spent, excess) in zip(runs, workers.values_in_parallel([c for _, c in runs])):
+            rows[i].update(eps_spent=spent, excess=excess)
     return pd.DataFrame(rows)
+
+
+def _noise_multipliers(N: int, eps: np.ndarray, delta: float, accountants, dpsgd: dict) -> tuple[dict, dict]:
+    """N's noise multipliers: NoisyHead's per accountant (an array over eps) and each DP-SGD
+    variant's per eps."""
+    hp = low_dim(N)
+    zs = {a: np.array([accounting.noise_multiplier(a, float(e), delta, hp.T) for e in eps]) for a in accountants}
+    sgd_z = {k: {float(e): baselines.dpsgd_noise_multiplier(hp, float(e), delta, v.get("batch_size", 256),
+                                                            v.get("accountant", "prv"), v.get("replace_one", False),
+                                                            v.get("epochs", False))
+                 for e in eps} for k, v in dpsgd.items()}
+    return zs, sgd_z
+
+
+def _dpsgd_excess(pr, hp: Hyper, z: float, g0: np.ndarray, seed: int, delta: float, v: dict) -> tuple[float, float]:
+    """One DP-SGD run of Figure 5 (a variant ``v`` of ``dpsgd_variants``): (ε opacus reports, excess risk)."""
+    g, spent = baselines.dpsgd(pr.Zt, pr.yt, hp, z, g0, seed=seed, delta=delta, batch_size=v.get("batch_size", 256),
+                               accountant=v.get("accountant", "prv"), epochs=v.get("epochs", False),
+                               clip=v.get("clip", "sigma"))
+    return spent, float(pr.excess(g))
 
 
 def dpsgd_ratios(means: pd.DataFrame, accountant: str) -> pd.DataFrame:
