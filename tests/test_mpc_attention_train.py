@@ -189,3 +189,14 @@ def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dr
     dry_run.reset()
     train.train_teachers_together([task, task], cfg, 2, lr=S["teacher_lr"], seeds=[4, 5])
     assert dry_run.report(1.0)["loops"]["steps of seeds together"] == {"runs": 1, "kept": 1, "full": 2 * n_batches}
+
+
+def test_students_go_to_the_fewest_jobs_of_even_size_in_order():
+    """Six students (tables 2-6 at ci) make two jobs of three, not 5 + 1 (a lone 1-student job left
+    a core idle at the end); every student once, in order, no job over ``STUDENTS_PER_JOB``."""
+    assert [len(c) for c in X.student_chunks(list(range(6)), 5)] == [3, 3]
+    for n in range(0, 23):
+        chunks = X.student_chunks(list(range(n)), 5)
+        assert [i for c in chunks for i in c] == list(range(n))
+        assert len(chunks) == -(-n // 5) and all(1 <= len(c) <= 5 for c in chunks)
+        assert max(map(len, chunks), default=0) - min(map(len, chunks), default=0) <= 1

@@ -14,8 +14,8 @@ runs to float tolerance) and stores every seed under the key the single ``teache
 use, so a later single call is a cache hit. A seed's "seconds" is then the group's wall time divided
 by the number of seeds trained together (``group_seconds``, ``seeds_together`` beside it).
 Off by default (``TOGETHER``, measured: no gain at ci); teachers then go one per seed to every core, and
-students one job per task and seed (``students_of_teacher``: up to ``STUDENTS_PER_JOB`` students share
-each batch's teacher forward, ``train.distill_group``).
+students in jobs per task and seed (``students_of_teacher``: up to ``STUDENTS_PER_JOB`` students, in jobs of
+even size, share each batch's teacher forward, ``train.distill_group``).
 """
 
 from __future__ import annotations
@@ -39,9 +39,21 @@ CODE = (__name__,)
 # would use one of the two cores where the runs apart use both. It pays at smoke sizes only.
 TOGETHER = False
 # converted() without TOGETHER: the students of one task and seed share each batch's teacher forward
-# (train.distill_group), up to this many per job; 5 keeps the jobs of tables 2-6 (10 schemes) and of
-# table 4 (5) even across 2 cores, and a student costs about 0.8 of a lone run
+# (train.distill_group), up to this many per job, in jobs of even size (``student_chunks``); a student
+# in a group costs about 0.8 of a lone run
 STUDENTS_PER_JOB = 5
+
+
+def student_chunks(combos: list, size: int = STUDENTS_PER_JOB) -> list[list]:
+    """``combos`` in the fewest contiguous jobs of at most ``size``, their sizes within one of each
+    other: ci's six students of tables 2-6 go 3 + 3, not 5 + 1, whose lone 1-student jobs left one
+    core idle at the end (a job's teacher forwards are the same either way: one pass per job)."""
+    n = -(-len(combos) // size)
+    if n == 0:
+        return []
+    q, r = divmod(len(combos), n)
+    ends = [(k + 1) * q + min(k + 1, r) for k in range(n)]
+    return [combos[e - q - (k < r):e] for k, e in enumerate(ends)]
 
 
 def load_task(name: str, s: dict, seed: int):
@@ -230,8 +242,7 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
         workers.in_parallel([partial(students_together, t, s, list(seeds), a, f, per_head)
                              for t in tasks for a, f in combos], progress=progress)
     else:
-        combos = [tuple(c) for c in combos]
-        chunks = [combos[i:i + STUDENTS_PER_JOB] for i in range(0, len(combos), STUDENTS_PER_JOB)]
+        chunks = student_chunks([tuple(c) for c in combos])
         workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)
                              for t in tasks for sd in seeds for chunk in chunks], progress=progress)
     return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
