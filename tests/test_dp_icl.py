@@ -423,6 +423,18 @@ def test_outside_a_dry_run_noisyhead_and_dpsgd_run_every_step():
     assert sorted(df["rep"].unique()) == [0, 1, 2]
 
 
+def test_a_dry_run_books_every_repetition_s_dp_sgd_runs(dry_run):
+    """Figure 5's DP-SGD runs go after their N's repetitions are drawn; a dry run keeps two
+    repetitions and books the runs of all of them."""
+    variants = experiments.dpsgd_variants("rdp", 64, bracket=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = experiments.low_dim_grid(np.random.default_rng(0), [300], [1.0], 1e-5, 5, 20, dpsgd=variants)
+    assert df["eps_spent"].notna().sum() == 2 * len(variants)
+    loops = dry_run.report(1.0)["loops"]
+    assert loops["DP-SGD runs"] == {"runs": 1, "kept": 2 * len(variants), "full": 5 * len(variants)}
+
+
 def test_a_dry_run_takes_one_step_and_books_all(dry_run):
     hp, pr, g0 = _dry_problem()
     run = _dry_gd(hp, pr, g0)

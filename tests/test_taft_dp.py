@@ -42,7 +42,8 @@ def test_dp_fit_takes_sigma_from_the_accountant():
 
 @pytest.mark.usefixtures("float64")
 @pytest.mark.parametrize("method,regime,cls", [("taft", "full", False), ("taft", "full", True), ("taft", "ln", False),
-                                               ("nlft", "full", False), ("fc", "head", False)])
+                                               ("taft", "bitfit", False), ("nlft", "full", False), ("nlft", "ln", False),
+                                               ("nlft", "bitfit", False), ("fc", "head", False)])
 def test_a_dp_step_is_the_clipped_sum_of_per_sample_gradients(method, regime, cls):
     """One step of ``dp_fit`` without noise, over several chunks, on Table 3's models: the gradient
     it steps on is Σ_i min(1, C/‖g_i‖) g_i / n with g_i from torch.func (vmap of grad), some samples
@@ -54,14 +55,14 @@ def test_a_dp_step_is_the_clipped_sum_of_per_sample_gradients(method, regime, cl
 
     torch.manual_seed(0)
     vit = ViT(ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)).eval()
-    spec = finetune.FitSpec(method, tuned=1, loss="ce", pt=True, regime=regime, cls=cls)
+    spec = dp.fit_spec(method, regime).with_(cls=cls)
     model = finetune.make_model(vit, spec, 5, init_seed=1, output="jvp")
     g = torch.Generator().manual_seed(2)
     with torch.no_grad():  # Δ away from zero, so that every tangent term carries a gradient
         for p in model.parameters():
             if p.requires_grad:
                 p.add_(0.1 * torch.randn(p.shape, generator=g))
-    x = finetune.features(vit, torch.randn(8, 1, 8, 8, generator=g), len(vit.blocks) - 1)
+    x = finetune.features(vit, torch.randn(8, 1, 8, 8, generator=g), len(vit.blocks) - spec.tuned)
     y = torch.randint(0, 5, (8,), generator=g)
 
     per = per_sample_grads(model, lambda run, xb, yb: F.cross_entropy(run(xb), yb), x, y)

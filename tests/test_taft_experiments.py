@@ -159,3 +159,25 @@ def test_benches_pretrain_the_longest_backbone_first_and_keep_the_settings_order
     # Table 9's backbones at `ci` took CLS+ 34 s, CLS 29 s, MAE 23 s, CLS-small 15 s (cold build, 2026-11-28)
     names = [next(n for n, b in backbones.items() if X.PretrainSpec.from_cfg(b) == s) for s in started]
     assert names == ["CLS+", "CLS", "MAE", "CLS-small"]
+
+
+def test_a_dp_cell_reads_the_features_its_model_starts_from(bench, monkeypatch):
+    """Table 3 under DP: the last block and the head read the features after depth − 1 blocks; FC's
+    head alone reads those after every block, as FC does without DP (it once read depth − 1 and so
+    skipped the last block)."""
+    from privtrans.taft import data, dp
+
+    seen = {}
+
+    def run(vit, x, y, xt, yt, classes, method, regime, spec, seed):
+        seen[method] = x
+        return dp.DPResult(0.5, 1.0, 0.0, {})
+
+    monkeypatch.setattr(dp, "run", run)
+    monkeypatch.setattr(data, "evaluation_split", lambda x, y, xt, yt, split, *a: (x, y, xt, yt))
+    bench.split = lambda name, cut, split: data.evaluation_split(*bench.features(name, cut), split)
+    for method, regime in (("taft", "full"), ("nlft", "ln"), ("fc", "head")):
+        X.Bench.dp_run(bench, "t", method, regime, dp.DPSpec(epsilon=1.0, steps=1), 0)
+    depth = len(bench.vit.blocks)
+    for method, cut in (("taft", depth - 1), ("nlft", depth - 1), ("fc", depth)):
+        torch.testing.assert_close(seen[method], bench.features("t", cut)[0], msg=method)

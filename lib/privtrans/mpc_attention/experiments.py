@@ -39,8 +39,8 @@ CODE = (__name__,)
 # would use one of the two cores where the runs apart use both. It pays at smoke sizes only.
 TOGETHER = False
 # converted() without TOGETHER: the students of one task and seed share each batch's teacher forward
-# (train.distill_group), up to this many per job, in jobs of even size (``student_chunks``); a student
-# in a group costs about 0.8 of a lone run
+# (train.distill_group), up to this many per job, in jobs of even size (``student_chunks``): Table 4's
+# five fit one job, `paper`'s nine of tables 2-6 go 5 + 4; a student in a group costs about 0.8 of a lone run
 STUDENTS_PER_JOB = 5
 
 

@@ -13,7 +13,7 @@ Rules (each tested against ``torch.func.jvp``):
   out = γ0 x̂ + β0, ȯut = Δγ x̂ + Δβ + γ0 ẋ/√(σ² + ε);
 - ReLU: ȯut = ẋ · 1[x > 0]; average pooling and the head are linear.
 BatchNorm's Δγ, Δβ are parameters of the tangent layer itself rather than a plain leaf module:
-Table 7 is not trained with DP, so opacus's hooks are not needed here.
+Table 7 is not trained with DP, so no per-sample clipper needs to see them.
 """
 
 from __future__ import annotations

@@ -15,11 +15,9 @@ Per-sample gradient norms and the clipped sum come from the book's Phantom clipp
 (``privtrans.shared.dp.phantom``, the DPFormer chapter's mechanism): every trainable tensor of the
 tangent and the plain model lives in a plain ``nn.Linear`` / ``nn.LayerNorm`` leaf, whose per-sample
 norms it computes exactly from small Gram matrices without building B per-sample gradients, and it
-checks on the first backward that the recorded leaves rebuild autograd's gradient (tests/test_taft_dp.py:
-a step equals the clipped sum of torch.func's per-sample gradients). Opacus's hooks
-(``GradSampleModule``), used here before, build every per-sample gradient, zero-filled and copied: a
-Table 3 run on all weights took 2.9× (tangent) and 3.8× (non-linear) as long with them, with the same
-accuracy (10.2 s against 3.5 s, 7.8 s against 2.0 s for 25 steps on digits, measured in one run).
+checks on the first backward that the recorded leaves rebuild autograd's gradient. A step equals the
+clipped sum of torch.func's per-sample gradients (tests/test_taft_dp.py). Opacus's hooks build every
+per-sample gradient: a Table 3 run on all weights took 2.9-3.8× as long with them (measured).
 """
 
 from __future__ import annotations
@@ -99,14 +97,21 @@ def dp_fit(model, x, y, spec: DPSpec, seed: int, sigma: float | None = None, dev
     return sigma
 
 
+def fit_spec(method: str, regime: str, pt: bool = True) -> FitSpec:
+    """The trained part of one Table 3 cell: the last block and the head (tuned = 1), or for FC the
+    head alone (tuned = 0), which then reads the features after every block, as FC does without DP
+    (``FitSpec`` sets FC's tuned to 0). The caller's features must be cut at depth − tuned."""
+    return FitSpec("fc" if regime == "head" and method == "fc" else method, tuned=1, loss="ce", pt=pt, regime=regime)
+
+
 def run(vit, x, y, xt, yt, classes: int, method: str, regime: str, spec: DPSpec, seed: int,
         pt: bool = True) -> DPResult:
     """One cell of Table 3: ``method`` 'taft' (tangent Δ, JVP-only prediction) or 'nlft' (the
-    original weights) in ``regime`` ('full', 'bitfit', 'ln', 'head')."""
-    fit_spec = FitSpec("fc" if regime == "head" and method == "fc" else method, tuned=1, loss="ce",
-                       pt=pt, regime=regime)
+    original weights) in ``regime`` ('full', 'bitfit', 'ln', 'head'), or 'fc' in 'head'; ``x``, ``xt``:
+    the features after depth − ``fit_spec(method, regime).tuned`` blocks."""
+    trained = fit_spec(method, regime, pt)
     torch.manual_seed(seed)
-    model = make_model(vit, fit_spec, classes, init_seed=seed, output="jvp")
+    model = make_model(vit, trained, classes, init_seed=seed, output="jvp")
     t0 = time.perf_counter()
     sigma = dp_fit(model, x, y, spec, seed)
     return DPResult(accuracy(model, xt, yt), sigma, time.perf_counter() - t0,

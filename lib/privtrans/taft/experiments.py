@@ -137,7 +137,7 @@ class Bench:
         from . import dp
 
         def make():
-            x, y, xt, yt = self.split(name, len(self.vit.blocks) - 1, "test")
+            x, y, xt, yt = self.split(name, self.cut(dp.fit_spec(method, regime)), "test")
             r = dp.run(self.vit, x, y, xt, yt, self.task(name).classes, method, regime, spec, seed)
             return {"accuracy": r.accuracy, "sigma": r.sigma, "seconds": r.seconds}
 
@@ -182,8 +182,10 @@ def cnn_composed_runs(cbench, jobs: list[tuple], n_shards: int, progress=None) -
 
 def dp_runs(bench: Bench, jobs: list[tuple], progress=None) -> list[dict]:
     """``bench.dp_run(task, method, regime, dp_spec, seed)`` for every job, on every core, in order."""
-    for t in {j[0] for j in jobs}:
-        bench.features(t, len(bench.vit.blocks) - 1)
+    from . import dp
+
+    for t, method, regime, *_ in jobs:
+        bench.features(t, bench.cut(dp.fit_spec(method, regime)))
     workers.in_parallel([partial(bench.dp_run, *job) for job in jobs], progress=progress)
     return [bench.dp_run(*job) for job in jobs]
 

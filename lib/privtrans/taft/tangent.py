@@ -3,8 +3,8 @@
 Every layer maps (h, ḣ) to (out, ȯut): the primal with the frozen pretrained weights w0 and the
 tangent along w0 + rΔw at r = 0. The trainable Δ of each layer is a plain ``nn.Linear`` or
 ``nn.LayerNorm`` applied to the primal input (a Linear's Δ term is x ΔWᵀ + Δb, a LayerNorm's is
-Δγ ⊙ x̂ + Δβ, exactly what those modules compute), so opacus's per-sample-gradient hooks work on
-them unchanged. The frozen weights are buffers, not parameters.
+Δγ ⊙ x̂ + Δβ, exactly what those modules compute), so per-sample clipping (the book's Phantom clipper, and
+opacus's hooks) sees them as ordinary leaves. The frozen weights are buffers, not parameters.
 
 Per-layer rules as in the authors' code (research notes §1.2), with the paper's GELU typo corrected
 (Φ(x) + x φ(x), not GeLU(x)/x + x Φ(x)) and the softmax JVP row-wise with the 1/√d_h scale the
@@ -121,7 +121,7 @@ class TangentViT(nn.Module):
         self.norm, self.head = TangentLayerNorm(vit.norm), TangentLinear(vit.head)
         # CLS = T (the authors' replace_cls_token): before the first tuned block the primal CLS entry
         # becomes a fixed N(0, 1e-6²) vector and its tangent a trainable Δcls (zero at the start). Δcls
-        # is the weight of a bias-free nn.Linear(1, dim) applied to a 1, so opacus's hooks see it too.
+        # is the weight of a bias-free nn.Linear(1, dim) applied to a 1, so per-sample clipping sees it too.
         self.cls_delta = None
         if cls:
             g = torch.Generator().manual_seed(cls_seed)

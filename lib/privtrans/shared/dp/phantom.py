@@ -259,8 +259,8 @@ class PhantomClipper:
             if err > self.rtol * ref.norm() + 1e-6:
                 raise RuntimeError(
                     f"Phantom Clipping does not see every use of parameter {name!r}: the recorded "
-                    f"module calls reconstruct a gradient {err:.3g} away from autograd's (norm "
-                    f"{ref.norm():.3g}). Is it used functionally (e.g. `h @ emb.weight.T`)? Tie "
+                    f"module calls do not rebuild autograd's gradient (no norms are printed: they are "
+                    f"statistics of the private batch). Is it used functionally (e.g. `h @ emb.weight.T`)? Tie "
                     f"weights through modules (nn.Linear.weight = nn.Embedding.weight) instead.")
 
 
