@@ -145,8 +145,7 @@ def low_dim_grid(rng, Ns, eps, delta, reps, n_test, accountants=("basic",), dp_r
                              excess=float(test_mse(pr.gamma_star, pr.Z_test, pr.y_test)[0])))
             rows.append(dict(base, method=Y2_TEST, eps=np.nan, excess=float(np.mean(pr.y_test**2))))
         # a dry run keeps two repetitions: their runs book all ``reps``' (one process, in this loop)
-        booked = lambda calls: dry.loop(calls, "DP-SGD runs", total=reps * len(dpsgd or {}) * len(eps),  # noqa: E731
-                                        keep=max(1, len(runs)))
+        booked = partial(dry.loop, what="DP-SGD runs", total=reps * len(dpsgd or {}) * len(eps), keep=max(1, len(runs)))
         for (i, _), (spent, excess) in zip(runs, workers.values_in_parallel([c for _, c in runs], progress=booked)):
             rows[i].update(eps_spent=spent, excess=excess)
     return pd.DataFrame(rows)
