@@ -143,50 +143,62 @@ def test_spu_runs_the_same_formulas_in_its_own_environment():
     assert cheap["bytes"] < full["bytes"] and cheap["rounds"] < full["rounds"]
 
 
-def _profile(parties_actions: list[dict], extra: str = "") -> str:
-    """A profiler log as SPU prints it: per party its HLO, HAL and MPC sections and its link totals."""
+def _profile(acts: dict, parties: int = 3) -> list[str]:
+    """A profiler log's lines as the worker's simulator prints them when the parties do not overlap:
+    each party's HLO section and link totals, and the first party's HAL and MPC sections."""
+    def line(k, calls, a):
+        return (f"[info] - {k}, executed {calls} times, duration 0.1s, send bytes 8 recv bytes 8, "
+                f"send actions {a}, recv actions {a}")
     out = []
-    for acts in parties_actions:
-        out.append("[info] HLO profiling: total time 0.1")
-        out.append("[info] - pphlo.multiply, executed 1 times, duration 0.1s, send bytes 8 recv bytes 8, send actions 9, recv actions 9")
-        out.append("[info] HAL profiling: total time 0.1")
-        out.append("[info] - f_mul, executed 5 times, duration 0.1s, send bytes 8 recv bytes 8, send actions 9, recv actions 9")
-        out.append("[info] MPC profiling: total time 0.1")
-        for k, (calls, a) in acts.items():
-            out.append(f"[info] - {k}, executed {calls} times, duration 0.1s, send bytes 8 recv bytes 8, "
-                       f"send actions {a}, recv actions {a}")
-        out.append(f"[info] Link details: total send bytes 80, recv bytes 80, send actions "
-                   f"{sum(a for _, a in acts.values())}, recv actions 1")
-    return "\n".join(out) + extra
+    for rank in range(parties):
+        out += ["[info] HLO profiling: total time 0.1",
+                "[info] - pphlo.multiply, executed 1 times, duration 0.1s, send bytes 8 recv bytes 8, "
+                "send actions 9, recv actions 9"]
+        if rank == 0:
+            out += ["[info] HAL profiling: total time 0.1", line("f_mul", 5, 9), line("f_exp", 4, 9),
+                    "[info] MPC profiling: total time 0.1"] + [line(k, c, a) for k, (c, a) in acts.items()]
+        out.append(f"[info] Link details: total send bytes 80, recv bytes 80, send actions 40, recv actions 1")
+    return out
 
 
 def test_spu_rounds_weigh_each_kernel_call_by_spus_own_table():
     from privtrans.mpc_attention import spu_worker as W
 
     # ABY3 with K = 64: mul_aa 1, trunc_a 3, a2b log K + 1 + 1 = 8, add_aa free; b2a is "TODO" in SPU's
-    # table: our pinned 7; "novel_k" is in neither, so it counts its send actions per party (4+6+5)/3
-    parties = [{"mul_aa": (17, 17), "trunc_a": (16, 20), "a2b": (1, 8), "add_aa": (9, 0), "b2a": (2, 12),
-                "novel_k": (1, a)} for a in (4, 6, 5)]
-    rounds, unknown = W.kernel_rounds(_profile(parties), "ABY3", 3)
+    # table: our pinned 7; "novel_k" is in neither, so it counts the profiled party's send actions
+    acts = {"mul_aa": (17, 17), "trunc_a": (16, 20), "a2b": (1, 8), "add_aa": (9, 0), "b2a": (2, 12), "novel_k": (1, 5)}
+    rounds, unknown = W.kernel_rounds("\n".join(_profile(acts)), "ABY3")
     assert rounds == 17 * 1 + 16 * 3 + 1 * 8 + 0 + 2 * 7 + 5 and unknown == {"novel_k": 5}
     # SEMI2K (N = 2): trunc_a 1, a2b (log K + 1) log N = 7, b2a 1: all in SPU's table
-    rounds, unknown = W.kernel_rounds(_profile(parties[:2]), "SEMI2K", 2)
+    rounds, unknown = W.kernel_rounds("\n".join(_profile(acts, 2)), "SEMI2K")
     assert rounds == 17 + 16 + 7 + 2 + 5 and unknown == {"novel_k": 5}
-    # the HLO and HAL sections' lines never count as kernels, and a missing party's section is refused
-    assert "f_mul" not in str(W.kernel_rounds(_profile(parties), "ABY3", 3))
-    with pytest.raises(RuntimeError, match="expected 3 'MPC profiling' sections"):
-        W.kernel_rounds(_profile(parties[:2]), "ABY3", 3)
-    # the parties print at once: one party's MPC section catching another's HAL lines, or a line merged
-    # from two with a wrong count, is outvoted by the other two parties (seen at ci: 187 instead of 147)
-    clean, _ = W.kernel_rounds(_profile(parties), "ABY3", 3)
-    log = _profile(parties).split("\n")
-    first_mpc = next(i for i, ln in enumerate(log) if "MPC profiling" in ln)
-    log.insert(first_mpc + 1, "[info] - f_exp, executed 4 times, duration 0.1s, send bytes 8 recv bytes 8, "
-                              "send actions 9, recv actions 9")
-    log = [ln.replace("- trunc_a, executed 16 ", "- trunc_a, executed 61 ", 1) if i == first_mpc + 3 else ln
-           for i, ln in enumerate(log)]
-    assert "executed 61" in "\n".join(log)
-    assert W.kernel_rounds("\n".join(log), "ABY3", 3) == (clean, {"novel_k": 5})
+    # the HLO and HAL sections' lines never count as kernels; no section, or two, is refused
+    assert "f_mul" not in str(W.kernel_rounds("\n".join(_profile(acts)), "ABY3"))
+    for lines in ([ln for ln in _profile(acts) if "MPC profiling" not in ln], _profile(acts) * 2):
+        with pytest.raises(RuntimeError, match="expected one 'MPC profiling' section"):
+            W.kernel_rounds("\n".join(lines), "ABY3")
+
+
+def test_spu_rounds_are_the_same_however_the_parties_lines_interleave():
+    """The parties are threads that print at once: in any interleaving that keeps each party's own
+    order, the count is the clean one (before, with every party printing its kernel sections, a
+    party's MPC section could catch another's HAL lines: 147 and 170.7 for one program)."""
+    import random
+
+    from privtrans.mpc_attention import spu_worker as W
+
+    acts = {"mul_aa": (17, 17), "trunc_a": (16, 20), "msb_a2b": (5, 40), "negate_a": (15, 0)}
+    clean = W.kernel_rounds("\n".join(_profile(acts)), "ABY3")
+    assert clean == (17 + 16 * 3 + 5 * 8, {})
+    lines = _profile(acts)
+    cuts = [i + 1 for i, ln in enumerate(lines) if "Link details" in ln]
+    per_party = [lines[a:b] for a, b in zip([0] + cuts, cuts)]
+    rng = random.Random(0)
+    for _ in range(200):
+        queues, merged = [list(p) for p in per_party], []
+        while any(queues):
+            merged.append(rng.choice([q for q in queues if q]).pop(0))
+        assert W.kernel_rounds("\n".join(merged), "ABY3") == clean
 
 
 def test_a_dry_run_of_the_spu_model_runs_one_layer_and_books_all_of_them():

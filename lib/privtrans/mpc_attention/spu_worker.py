@@ -21,13 +21,18 @@ booking, as every dry run's: the embedding and the head, run once, are booked on
 Communication: SPU's runtime prints each party's link totals when ``enable_pphlo_profile`` is set
 ("Link details: total send bytes B, recv bytes R, send actions S, recv actions A") from C++ to
 this process's stdout. The stock simulator switches profiling off for every party but the first,
-so ``ProfilingSimulator`` runs the parties the same way with profiling on for all; the worker
+so ``ProfilingSimulator`` runs the parties the same way with the link totals on for all; the worker
 points file descriptor 1 at a temporary file around each run and parses it. Reported: the sum of
 the parties' send bytes (all traffic on the network), and rounds counted as SPU's own cost table
-counts them (``kernel_rounds``): ``enable_hal_profile`` also prints, per party, how many times each
-MPC kernel ran (mul_aa, trunc_a, a2b, ...), the same in every run of a program, and each call is
-weighted by the kernel's latency in SPU's ``docs/reference/complexity.md`` (``KERNEL_ROUNDS``; the
-few kernels it leaves out, by our pinned measurement, ``KERNEL_ROUNDS_OURS``).
+counts them (``kernel_rounds``): ``enable_hal_profile`` also prints how many times each MPC kernel
+ran (mul_aa, trunc_a, a2b, ...), the same for every party and in every run of a program, and each
+call is weighted by the kernel's latency in SPU's ``docs/reference/complexity.md``
+(``KERNEL_ROUNDS``; the few kernels it leaves out, by our pinned measurement,
+``KERNEL_ROUNDS_OURS``). Only the first party prints those kernel sections: the parties are threads
+that print at the same moment, so with all of them on, one party's section could catch another's
+lines and no majority vote made the count the same in every run (seen: 147 and 170.7 for one
+program). With one party printing them, every kernel line after its one "MPC profiling" header is
+its own: the other parties print only their HLO lines (``pphlo.*``) and their link totals.
 The parties' send actions per party (their mean) are kept beside it: a message count, not a round
 count, which undercounts a kernel in which only some parties send (ABY3's trunc_a: 3 rounds) and
 overcounts one in which a party sends twice in one round.
@@ -41,7 +46,6 @@ import re
 import sys
 import tempfile
 import time
-from collections import Counter
 
 import numpy as np
 
@@ -73,34 +77,25 @@ KERNEL = re.compile(r"- (\w+), executed (\d+) times, duration [^,]+, send bytes 
                     r"send actions (\d+), recv actions (\d+)")
 
 
-def kernel_rounds(log: str, protocol: str, parties: int) -> tuple[float, dict]:
-    """(rounds, {kernel: send actions per party}) of one profiled run: every MPC kernel's calls times
-    its latency in ``KERNEL_ROUNDS`` (SPU's table) or ``KERNEL_ROUNDS_OURS``; a kernel in neither adds
-    the send actions the parties made in it, per party, and is returned by name. The call counts are
-    the same for every party and in every run; each party prints its own "MPC profiling" section
-    (read by majority: see below)."""
-    sections = [re.split(r"HLO profiling|HAL profiling", b)[0] for b in log.split("MPC profiling")[1:]]
-    if len(sections) != parties:
-        raise RuntimeError(f"expected {parties} 'MPC profiling' sections (enable_hal_profile), found {len(sections)}")
-    per = [{k: (int(calls), int(acts)) for k, calls, _, _, acts, _ in KERNEL.findall(sec)} for sec in sections]
+def kernel_rounds(log: str, protocol: str) -> tuple[float, dict]:
+    """(rounds, {kernel: send actions}) of one profiled run: every MPC kernel's calls times its
+    latency in ``KERNEL_ROUNDS`` (SPU's table) or ``KERNEL_ROUNDS_OURS``; a kernel in neither adds the
+    send actions the profiled party made in it, and is returned by name. Reads the one party's "MPC
+    profiling" section (``_simulator``): every kernel line after its header, wherever the other
+    parties' HLO lines and link totals fall between them (an HLO line, ``pphlo.*``, never matches)."""
+    parts = log.split("MPC profiling")
+    if len(parts) != 2:
+        raise RuntimeError(f"expected one 'MPC profiling' section (the first party's enable_hal_profile), "
+                           f"found {len(parts) - 1}")
     table = {**KERNEL_ROUNDS[protocol], **KERNEL_ROUNDS_OURS[protocol]}
     rounds, unknown = 0, {}
-    # The parties run as threads and print at once, so one party's section can catch lines of another's
-    # HLO/HAL section or a line merged from two (seen: 1 run in 8 at ci). A kernel counts only where most
-    # parties' sections list it, at the call count most of them give (ties: the smallest).
-    need = parties // 2 + 1
-    for k in sorted(set().union(*per)):
-        seen = [p[k][0] for p in per if k in p]
-        if len(seen) < need:
-            continue
-        calls = min(Counter(seen).items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    for k, calls, _, _, acts, _ in KERNEL.findall(parts[1]):
         if k in table:
-            rounds += calls * table[k]
+            rounds += int(calls) * table[k]
         else:
-            acts = sum(p.get(k, (0, 0))[1] for p in per) / parties
-            rounds += acts
-            if acts:
-                unknown[k] = acts
+            rounds += int(acts)
+            if int(acts):
+                unknown[k] = int(acts)
     return rounds, unknown
 
 
@@ -109,7 +104,8 @@ def _simulator(protocol: str, parties: int):
     import spu.utils.simulation as spsim
 
     class ProfilingSimulator(spsim.Simulator):
-        """The stock simulator with profiling left on in every party (it keeps rank 0's only)."""
+        """The stock simulator with every party's link totals printed (it prints rank 0's only), and
+        the per-kernel sections of rank 0 alone (see ``kernel_rounds``)."""
 
         def __call__(self, executable, *flat_args):
             import spu.api as spu_api
@@ -120,7 +116,9 @@ def _simulator(protocol: str, parties: int):
                 desc.add_party(f"id_{r}", f"thread_{r}")
 
             def party(rank):
-                rt = spu_api.Runtime(libspu.link.create_mem(desc, rank), libspu.RuntimeConfig(self.rt_config))
+                cfg = libspu.RuntimeConfig(self.rt_config)
+                cfg.enable_hal_profile = rank == 0
+                rt = spu_api.Runtime(libspu.link.create_mem(desc, rank), cfg)
                 for name, s in zip(executable.input_names, shares):
                     rt.set_var(name, s[rank])
                 rt.run(executable)
@@ -133,8 +131,7 @@ def _simulator(protocol: str, parties: int):
             return [self.io.reconstruct(list(outs)) for outs in zip(*per_party)]
 
     cfg = libspu.RuntimeConfig(protocol=getattr(libspu.ProtocolKind, protocol), field=libspu.FieldType.FM64)
-    cfg.enable_pphlo_profile = True
-    cfg.enable_hal_profile = True  # the per-kernel call counts that kernel_rounds weighs
+    cfg.enable_pphlo_profile = True  # every party's link totals; rank 0's kernel counts: ProfilingSimulator
     return ProfilingSimulator(parties, cfg), spsim.sim_jax
 
 
@@ -191,7 +188,7 @@ def _measure(sim, sim_jax, fn, args, parties: int, protocol: str):
     links = [tuple(map(int, m)) for m in LINK.findall(log)]
     if len(links) != parties:
         raise RuntimeError(f"expected {parties} 'Link details' lines from SPU's profiler, found {len(links)}")
-    rounds, fallback = kernel_rounds(log, protocol, parties)
+    rounds, fallback = kernel_rounds(log, protocol)
     return np.asarray(out), {"bytes": sum(l[0] for l in links), "rounds": rounds,
                              "send_actions": sum(l[2] for l in links) / parties,
                              "kernels_by_actions": ", ".join(sorted(fallback)),
