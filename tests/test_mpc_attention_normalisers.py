@@ -157,7 +157,7 @@ def _profile(acts: dict, parties: int = 3) -> list[str]:
         if rank == 0:
             out += ["[info] HAL profiling: total time 0.1", line("f_mul", 5, 9), line("f_exp", 4, 9),
                     "[info] MPC profiling: total time 0.1"] + [line(k, c, a) for k, (c, a) in acts.items()]
-        out.append(f"[info] Link details: total send bytes 80, recv bytes 80, send actions 40, recv actions 1")
+        out.append("[info] Link details: total send bytes 80, recv bytes 80, send actions 40, recv actions 1")
     return out
 
 

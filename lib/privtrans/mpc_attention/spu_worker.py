@@ -77,7 +77,7 @@ KERNEL = re.compile(r"- (\w+), executed (\d+) times, duration [^,]+, send bytes 
                     r"send actions (\d+), recv actions (\d+)")
 
 
-def kernel_rounds(log: str, protocol: str) -> tuple[float, dict]:
+def kernel_rounds(log: str, protocol: str) -> tuple[int, dict]:
     """(rounds, {kernel: send actions}) of one profiled run: every MPC kernel's calls times its
     latency in ``KERNEL_ROUNDS`` (SPU's table) or ``KERNEL_ROUNDS_OURS``; a kernel in neither adds the
     send actions the profiled party made in it, and is returned by name. Reads the one party's "MPC
@@ -90,12 +90,13 @@ def kernel_rounds(log: str, protocol: str) -> tuple[float, dict]:
     table = {**KERNEL_ROUNDS[protocol], **KERNEL_ROUNDS_OURS[protocol]}
     rounds, unknown = 0, {}
     for k, calls, _, _, acts, _ in KERNEL.findall(parts[1]):
+        calls, acts = int(calls), int(acts)
         if k in table:
-            rounds += int(calls) * table[k]
+            rounds += calls * table[k]
         else:
-            rounds += int(acts)
-            if int(acts):
-                unknown[k] = int(acts)
+            rounds += acts
+            if acts:
+                unknown[k] = acts
     return rounds, unknown
 
 

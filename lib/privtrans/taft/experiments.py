@@ -185,7 +185,7 @@ def dp_runs(bench: Bench, jobs: list[tuple], progress=None) -> list[dict]:
     from . import dp
 
     for t, method, regime, *_ in jobs:
-        bench.features(t, bench.cut(dp.fit_spec(method, regime)))
+        bench.prepare(t, dp.fit_spec(method, regime))
     workers.in_parallel([partial(bench.dp_run, *job) for job in jobs], progress=progress)
     return [bench.dp_run(*job) for job in jobs]
 
