@@ -168,6 +168,29 @@ def stability_lines(summary: dict) -> list[str]:
     return out
 
 
+def build_times(summary: dict) -> str:
+    """The reproducing page's line on this build's time (``book/_generated/build_times.md``), read
+    from the summary so that the page cannot go stale: the notebooks' seconds summed (each from the
+    run that made its cached output), the longest one, and the reference workload."""
+    nbs = [n for n in summary["notebooks"] if n["status"] != "not run"]
+    if not nbs:
+        return "No notebook of this copy of the book has run yet.\n"
+    total = sum(n["seconds"] for n in nbs)
+    top = max(nbs, key=lambda n: n["seconds"])
+    jobs = max(n.get("jobs") or 1 for n in nbs)
+    failed = sum(n["status"] != "ok" for n in nbs)
+    ref = (summary.get("machine") or {}).get("reference_s")
+    text = (f"This copy of the book (built {summary['built'][:10]}, profile `{summary['profile']}`, seed "
+            f"{summary['seed']}): {len(nbs)} notebook{'s' if len(nbs) > 1 else ''}{f' ({failed} failed)' if failed else ''} in {total / 60:.1f} minutes "
+            f"of notebook time in all, each notebook's seconds from the run that made its cached output; the "
+            f"longest took {top['seconds']:.0f} s ({top['chapter']}/{top['notebook']})")
+    if jobs > 1:
+        text += f". Up to {jobs} notebooks ran at once, so the minutes overlap and add up to more than the wall time"
+    if ref:
+        text += f". The reference workload took {ref:.4f} s"
+    return text + ".\n"
+
+
 def write_status_page(root: Path, summary: dict):
     """book/_generated/status.md, the landing page's dashboard, read from the summary alone."""
     rows = chapter_rows(summary)
@@ -204,6 +227,7 @@ def write_status_page(root: Path, summary: dict):
         lines.append(f"| {n['chapter']}/{n['notebook']} | {n['profile']} | {n['seconds']:.1f} | {n['status']} |")
     atomic_write_text(out / "status.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "chapters.md", landing_table())
+    atomic_write_text(out / "build_times.md", build_times(summary))
     from .dry import page_table  # the reproducing page's table of estimated `paper` costs
 
     atomic_write_text(out / "dry_run.md", page_table(root))

@@ -1,0 +1,37 @@
+"""The reproducing page's line on the build's time is read from the summary: summed seconds, the
+longest notebook, failures, overlap when notebooks shared the machine, and the reference workload."""
+
+from privtrans.book.pipeline import report
+
+
+def _nb(name, seconds, status="ok", jobs=1):
+    return {"chapter": "taft", "notebook": name, "profile": "ci", "seed": 0, "seconds": seconds,
+            "status": status, "error": None, "jobs": jobs}
+
+
+def _summary(notebooks, reference_s=0.0285):
+    return {"built": "2026-11-29T01:02:03+00:00", "profile": "ci", "seed": 0,
+            "machine": {"reference_s": reference_s}, "notebooks": notebooks, "claims": []}
+
+
+def test_build_times_sum_the_notebooks_and_name_the_longest():
+    text = report.build_times(_summary([_nb("01_a", 90.0), _nb("02_b", 150.0), _nb("03_c", 0.0, "not run")]))
+    assert "built 2026-11-29" in text and "profile `ci`" in text
+    assert "2 notebooks in 4.0 minutes" in text  # a notebook that has not run counts for nothing
+    assert "longest took 150 s (taft/02_b)" in text
+    assert "reference workload took 0.0285 s" in text
+    assert "failed" not in text and "at once" not in text
+
+
+def test_build_times_say_failures_and_overlap_and_an_empty_build():
+    text = report.build_times(_summary([_nb("01_a", 60.0, "failed", jobs=3), _nb("02_b", 60.0, jobs=3)], None))
+    assert "2 notebooks (1 failed) in 2.0 minutes" in text
+    assert "Up to 3 notebooks ran at once" in text
+    assert "reference workload" not in text
+    assert "has run yet" in report.build_times(_summary([_nb("01_a", 0.0, "not run")]))
+
+
+def test_the_status_page_writes_the_line_the_reproducing_page_includes(tmp_path):
+    report.write_summary(tmp_path, "smoke", 0, [_nb("01_a", 30.0)], [], reference_s=0.1)
+    text = (tmp_path / "book" / "_generated" / "build_times.md").read_text()
+    assert "1 notebook in 0.5 minutes" in text
