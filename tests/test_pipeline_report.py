@@ -35,3 +35,8 @@ def test_the_status_page_writes_the_line_the_reproducing_page_includes(tmp_path)
     report.write_summary(tmp_path, "smoke", 0, [_nb("01_a", 30.0)], [], reference_s=0.1)
     text = (tmp_path / "book" / "_generated" / "build_times.md").read_text()
     assert "1 notebook in 0.5 minutes" in text
+
+
+def test_build_times_read_a_cached_state_without_seconds_as_none_spent():
+    text = report.build_times(_summary([_nb("01_a", None), _nb("02_b", 120.0)]))
+    assert "2 notebooks in 2.0 minutes" in text and "longest took 120 s (taft/02_b)" in text

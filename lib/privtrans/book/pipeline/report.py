@@ -175,15 +175,16 @@ def build_times(summary: dict) -> str:
     nbs = [n for n in summary["notebooks"] if n["status"] != "not run"]
     if not nbs:
         return "No notebook of this copy of the book has run yet.\n"
-    total = sum(n["seconds"] for n in nbs)
-    top = max(nbs, key=lambda n: n["seconds"])
+    seconds = [n["seconds"] or 0 for n in nbs]  # a cached state may lack its seconds (as in chapter_rows)
+    top = nbs[seconds.index(max(seconds))]
     jobs = max(n.get("jobs") or 1 for n in nbs)
     failed = sum(n["status"] != "ok" for n in nbs)
     ref = (summary.get("machine") or {}).get("reference_s")
+    counted = f"{len(nbs)} notebook{'s' if len(nbs) > 1 else ''}" + (f" ({failed} failed)" if failed else "")
     text = (f"This copy of the book (built {summary['built'][:10]}, profile `{summary['profile']}`, seed "
-            f"{summary['seed']}): {len(nbs)} notebook{'s' if len(nbs) > 1 else ''}{f' ({failed} failed)' if failed else ''} in {total / 60:.1f} minutes "
-            f"of notebook time in all, each notebook's seconds from the run that made its cached output; the "
-            f"longest took {top['seconds']:.0f} s ({top['chapter']}/{top['notebook']})")
+            f"{summary['seed']}): {counted} in {sum(seconds) / 60:.1f} minutes of notebook time in all, each "
+            f"notebook's seconds from the run that made its cached output; the longest took "
+            f"{max(seconds):.0f} s ({top['chapter']}/{top['notebook']})")
     if jobs > 1:
         text += f". Up to {jobs} notebooks ran at once, so the minutes overlap and add up to more than the wall time"
     if ref:
