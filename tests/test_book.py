@@ -45,6 +45,23 @@ def test_every_notebook_ran_at_smoke(book):
     assert len(done) == n and all(f"/{n}]" in ln and re.search(r"\d+\.\ds\s+ok\s+\(elapsed", ln) for ln in done)
 
 
+def test_every_reproduction_is_proven_on_its_trials(book):
+    """Each reproduction's own test, run by the build on a null, the paper's effect, a reversal and a
+    lost seed (``privtrans.book.trials``): a failed trial is named with what it showed."""
+    root, _ = book
+    summary = json.loads((root / "_build" / "summary.json").read_text())
+    reps = [c for c in summary["claims"] if c["kind"] == "reproduction"]
+    assert reps and all(c.get("trials") for c in reps), [c["id"] for c in reps if not c.get("trials")]
+    failed = {f"{c['chapter']}/{c['id']}": c["trials"]["failures"] for c in reps if not c["trials"]["passed"]}
+    assert not failed, failed
+    for c in reps:
+        t = c["trials"]
+        if t["kind"] == "interval":
+            assert t["null_held"] <= 0.05 and t["draws"] >= 200 and t["reversal_held"] <= 0.05, c["id"]
+    status = (root / "book" / "_generated" / "status.md").read_text()
+    assert "Power under 50 %" in status
+
+
 def test_executed_notebooks_have_outputs_and_results(book):
     root, _ = book
     for nb in discover(root):
@@ -67,6 +84,7 @@ def test_html_is_built_offline_with_claims_and_downloads(book):
     for ch in CHAPTERS:
         page = (html / "book" / f"{ch}.html").read_text()
         assert "Paper vs. this reproduction" in page and "Built at profile" in page, ch
+        assert "Trials:" in page, f"{ch}: no reproduction shows what its trials measured"
         # captions carry the paper's numbering only ("Figure 1(a-b) reproduced"), no Sphinx "Fig. N"
         assert "caption-number" not in page, f"{ch}: a figure caption is numbered by Sphinx"
         # every claim row has its anchor and links the executed notebook that recorded its values

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -35,10 +37,12 @@ def test_every_claims_file_follows_the_schema(chapter):
             assert claims.quotes(c) and c["where"], c["id"]
 
 
-@pytest.mark.parametrize("chapter,claim", [(ch, c) for ch, c in all_claims() if c.get("paper_test")],
+@pytest.mark.parametrize("chapter,claim", [(ch, c) for ch, c in all_claims() if claims.has_paper_numbers(c)],
                          ids=lambda x: x["id"] if isinstance(x, dict) else x)
 def test_the_paper_passes_our_test_of_its_own_claim(chapter, claim):
-    """The claim's condition on the paper's own tabulated point values (taken as exact) holds."""
+    """The claim's own test on the paper's own tabulated point values (taken as exact) holds: an interval
+    claim's paper differences against its margin or band, a predicate claim's own predicate on the
+    paper's numbers (``paper_inputs``)."""
     verdict, reason = claims.paper_self_test(chapter, claim, ROOT)
     assert verdict == "held", f"{chapter}/{claim['id']}: the paper fails its own claim: {reason}"
 
@@ -51,6 +55,15 @@ def test_a_paper_test_that_the_paper_fails_is_caught(tmp_path):
          "paper_test": "P('paper_tables', table='T1', method='ours') - P('paper_tables', table='T1', method='theirs')"}
     assert claims.paper_self_test("dp_icl", c, tmp_path)[0] == "contradicted"
     assert claims.paper_self_test("dp_icl", dict(c, margin=-2.0), tmp_path)[0] == "held"
+    # a predicate claim: the paper's numbers become the values its own predicate reads, all of them
+    p = {"id": "y", "predicate": "nb.ours > nb.theirs and nb.n >= 1", "exact": "x",
+         "paper_inputs": {"nb.ours": "P('paper_tables', table='T1', method='theirs')",
+                          "nb.theirs": "P('paper_tables', table='T1', method='ours')", "nb.n": "2"}}
+    verdict, reason = claims.paper_self_test("dp_icl", p, tmp_path)
+    assert verdict == "held" and reason.startswith("on the paper's numbers: held: nb.ours = 81 > nb.theirs = 80")
+    partial = dict(p, paper_inputs={k: v for k, v in p["paper_inputs"].items() if k != "nb.n"})
+    with pytest.raises(claims.EVAL_ERRORS):  # a value the paper does not give cannot be assumed
+        claims.paper_self_test("dp_icl", partial, tmp_path)
     with pytest.raises(PaperValueError, match="0 rows match"):
         lookup("dp_icl", tmp_path)("paper_tables", table="T2")
     with pytest.raises(PaperValueError, match="allowed values are paper_tables"):
@@ -67,10 +80,11 @@ def _readout_tests(chapter):
 
 @pytest.mark.parametrize("chapter", KEYS)
 def test_every_comparison_has_a_null_test(chapter):
-    """Each "A beats B" claim (an interval against a margin >= 0) is fed A = B plus noise through its
-    readout in the chapter's readout tests, which list it in NULL_TESTED."""
+    """Each "A beats B" claim (an interval against a margin >= 0, or a size band) is fed A = B plus noise
+    through its readout in the chapter's readout tests, which list it in NULL_TESTED (the trials run the
+    claim's own test on a null too, beyond its readout)."""
     comparisons = {c["id"] for c in claims.load(chapter, ROOT)["claims"]
-                   if "interval" in c and c["margin"] >= 0}
+                   if "interval" in c and ("band" in c or c["margin"] >= 0)}
     covered = set(getattr(_readout_tests(chapter), "NULL_TESTED", set()))
     assert comparisons <= covered, f"{chapter}: no null test for {sorted(comparisons - covered)}"
     unknown = covered - {c["id"] for c in claims.load(chapter, ROOT)["claims"]}
@@ -89,14 +103,28 @@ def test_the_schema_refuses_what_a_reviewer_would_not_sign(tmp_path):
             claims.load("dp_icl", tmp_path)
         return str(e.value)
 
-    assert "unknown field(s) ['why_not']" in problems("predicate: nb.x, why_not: 'too small'")
+    assert "unknown field(s) ['why_not']" in problems("predicate: nb.x, exact: c, why_not: 'too small'")
     assert "exactly one of predicate, interval" in problems("predicate: nb.x, interval: nb.d, margin: 0")
     assert "exactly one of predicate, interval" in problems("margin: 0")
     assert "no numeric margin" in problems("interval: nb.d")
     assert "need 'most'" in problems("interval: nb.d, margin: 0, need: most")
-    assert "reading but no reading_value" in problems("predicate: nb.x, reading: 'under-trained'")
-    assert "applies to interval claims only" in problems("predicate: nb.x, margin: 0")
-    assert "without the paper's words" in problems("predicate: nb.x, quote: ''")
+    assert "reading but no reading_value" in problems("predicate: nb.x, exact: c, reading: 'under-trained'")
+    assert "applies to interval claims only" in problems("predicate: nb.x, exact: c, margin: 0")
+    assert "without the paper's words" in problems("predicate: nb.x, quote: '', exact: 'a count'")
+    # a predicate reproduction is deterministic, says why, and runs the paper's numbers through itself
+    assert "without `exact`" in problems("predicate: nb.x > 1")
+    assert "paper_inputs)" in problems("predicate: nb.x > 1, exact: 'a count', paper_test: 'True'")
+    assert "not a mapping of recorded values" in problems("predicate: nb.x > 1, exact: c, paper_inputs: {x: '1'}")
+    # a size claim is judged against a band, not a margin too
+    assert "both a margin and a band" in problems("interval: nb.d, margin: 0, band: [0.1, 0.3]")
+    assert "a band is [low, high]" in problems("interval: nb.d, band: [0.3, 0.1]")
+    assert "lost_seeds 'ignore'" in problems("interval: nb.d, margin: 0, lost_seeds: ignore")
+    # a gate says what it reads and what the claim compares, and they differ
+    assert "without compares" in problems("interval: nb.d, margin: 0, precondition: nb.ok")
+    assert "reads the arms it gates: ['B']" in problems(
+        "interval: nb.d, margin: 0, precondition: nb.ok, compares: [A, B], gate_reads: [B]")
+    assert "reads what the claim compares: ['nb.d']" in problems(
+        "interval: nb.d, margin: 0, precondition: 'nb.d.n > 2', compares: [A, B], gate_reads: [C]")
 
 
 def test_the_table_shows_the_verdict_once_and_the_computed_reason_beside_it():
@@ -127,3 +155,83 @@ def test_every_claim_row_has_an_anchor_and_links_the_notebook_that_recorded_it(t
     assert '<a id="claim-x1"></a>Table 1' in table
     assert "{doc}`02_table1_finetuning </book/_executed/taft/02_table1_finetuning>`" in table
     assert "recorded by" not in markdown_table([{**row, "recorded_in": None}], "ci")
+
+
+# ------------------------------------------------------------------------------------ the paper's numbers
+_NUMBER = re.compile(r"(?<![\w.§])[-−+]?\d+\.\d+(?:e[-+−]?\d+)?")
+_REFERENCE = re.compile(r"(?:§|Thm\.? |Theorem |Eq\.? |Sec\.? |App\.? |Appendix |Table |Figure |Fig\. |Claim |C\.)\s*$")
+
+
+def file_numbers(chapter: str) -> set[float]:
+    out = set()
+    for f in (ROOT / "data" / chapter).glob("*.csv"):
+        for row in csv.reader(f.open()):
+            for x in row:
+                try:
+                    out.add(float(x))
+                except ValueError:
+                    pass
+    return out
+
+
+def _clauses(text: str) -> list[str]:
+    """``text`` split at the semicolons outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    return out + [text[start:]]
+
+
+def unsourced_numbers(text: str, numbers: set[float]) -> list[str]:
+    """Decimal numbers of a paper_value text found in none of the chapter's data files (as printed, or
+    as a percentage of a fraction there). Arithmetic on them is exempt where it says so: a clause that
+    says "derived" before its first number, or a parenthesis that says "derived"; so are section and
+    equation references (§4.2, (5.3))."""
+    out = []
+    for clause in _clauses(str(text)):
+        first = _NUMBER.search(clause)
+        if "derived" in clause[:first.start() if first else len(clause)]:
+            continue
+        while True:  # innermost parentheses that say "derived" hold arithmetic, not cited numbers
+            new = re.sub(r"\([^()]*derived[^()]*\)", " ", clause)
+            if new == clause:
+                break
+            clause = new
+        clause = re.sub(r"\(\d+\.\d+\)", " ", clause)  # an equation number
+        for m in _NUMBER.finditer(clause):
+            if _REFERENCE.search(clause[:m.start()]):
+                continue
+            token = m.group().replace("−", "-")
+            x = abs(float(token))
+            digits = len(token.split(".")[1].split("e")[0])
+            tol = 0.5 * 10 ** -digits * (10 ** int(token.split("e")[1]) if "e" in token else 1) + 1e-12
+            if not any(min(abs(abs(v) - x), abs(100 * abs(v) - x), 100 * abs(abs(v) / 100 - x)) <= tol
+                       for v in numbers):
+                out.append(m.group())
+    return out
+
+
+@pytest.mark.parametrize("chapter", KEYS)
+def test_every_paper_value_shown_is_read_from_the_cited_files(chapter):
+    """The paper's numbers on a page come from the chapter's data files (the paper's tables as cited)
+    or the claim's verbatim quote, so a mistyped number cannot stand beside a verdict."""
+    numbers = file_numbers(chapter)
+    bad = {}
+    for c in claims.load(chapter, ROOT)["claims"]:
+        if c["kind"] != "reproduction":
+            continue
+        quoted = {float(m.group().replace("−", "-")) for q in claims.quotes(c) for m in _NUMBER.finditer(q)}
+        miss = unsourced_numbers(c["paper_value"], numbers | quoted)  # the quote is the paper's, verbatim
+        if miss:
+            bad[c["id"]] = miss
+    assert not bad, f"{chapter}: paper_value numbers in no data file (nor marked derived): {bad}"
+
+
+def test_an_unsourced_paper_number_is_caught():
+    nums = {11.13, 14.31, 8.69}
+    assert unsourced_numbers("HIT@10 (%) 11.29 / 14.31 vs 8.69", nums) == ["11.29"]
+    assert unsourced_numbers("HIT@10 (%) 11.13 / 14.31 vs 8.69 (+28%, derived: 11.13 / 8.69 − 1 = 0.281)", nums) == []
+    assert unsourced_numbers("as §4.2 and (5.3) say, 0.1113", nums) == []  # a reference; a fraction of 11.13 %

@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import pytest
 from scipy import stats
 
@@ -87,7 +89,7 @@ def test_zero_resolution_leaves_the_interval_bit_for_bit():
     assert (tie.lo, tie.hi, tie.held) == (0.0, 0.0, False)   # exact ties of continuous readings: as before
     assert paired_difference([0.5, None], [0.4, 0.3]).as_dict() == {
         "mean": 0.09999999999999998, "lo": None, "hi": None, "n": 1, "confidence": 0.95, "margin": 0.0, "held": None,
-        "reason": "one seed: no interval, not judged", "resolution": 0.0}
+        "reason": "one seed of 2: no interval, not judged", "resolution": 0.0, "planned": 2}
 
 
 def test_a_one_step_effect_at_every_seed_still_holds():
@@ -133,3 +135,25 @@ def test_frame_shows_each_cells_interval_in_order():
     assert df.iloc[0]["mean"] == pytest.approx(3.0) and df.iloc[0]["lo"] == pytest.approx(cells["acts"]["lo"])
     assert df.iloc[1]["n"] == 1 and math.isnan(df.iloc[1]["lo"])  # one seed: no interval, shown as missing
     assert list(frame({}, "task").columns) == ["task", "mean", "lo", "hi", "n"]
+
+
+def test_a_lost_seed_is_kept_in_the_count():
+    """A failed run (None or NaN) leaves its pair out of the interval but not out of the record:
+    ``planned`` keeps N and the reason says n of N, so the verdict can count it (verdicts.lost)."""
+    from privtrans.book.verdicts import lost
+
+    p = paired_difference([0.5, float("nan"), 0.7, 0.6], [0.4, 0.3, 0.5, 0.5])
+    assert (p.n, p.planned) == (3, 4) and "over 3 of 4 pairs" in p.reason and lost(p.as_dict()) == 1
+    full = paired_difference([0.5, 0.6, 0.7, 0.6], [0.4, 0.3, 0.5, 0.5])
+    assert (full.n, full.planned) == (4, 4) and " of 4" not in full.reason and lost(full.as_dict()) == 0
+
+
+def test_the_vectorised_interval_is_the_one_paired_difference_uses():
+    from privtrans.book.paired import t_interval
+
+    rng = np.random.default_rng(1)
+    d = rng.normal(size=(50, 6))
+    mean, lo, hi = t_interval(d)
+    for i in (0, 17, 49):
+        p = paired_difference(list(d[i]), [0.0] * 6)
+        assert (p.mean, p.lo, p.hi) == pytest.approx((mean[i], lo[i], hi[i]), rel=1e-12)

@@ -83,12 +83,12 @@ def _write_claims(root, text):
 CLAIMS = """
 paper: "A paper"
 claims:
-  - {id: a, paper_item: "Fig 1", kind: reproduction, quote: "it rises", where: "§1", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0"}
-  - {id: b, paper_item: "Fig 2", kind: reproduction, quote: "it rises a lot", where: "§2", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5",
+  - {id: a, paper_item: "Fig 1", kind: reproduction, quote: "it rises", where: "§1", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0", exact: "a count"}
+  - {id: b, paper_item: "Fig 2", kind: reproduction, quote: "it rises a lot", where: "§2", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5", exact: "a count",
      reading: "too small at ci", reading_value: "nb1.x"}
   - {id: c, paper_item: "Fig 3", kind: check, kind_why: "ours", statement: s, paper_value: 1, notebook: nb2, value: "nb2.y", predicate: "nb2.y"}
-  - {id: d, paper_item: "Fig 4", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing"}
-  - {id: e, paper_item: "Fig 5", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2",
+  - {id: d, paper_item: "Fig 4", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing", exact: "a count"}
+  - {id: e, paper_item: "Fig 5", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2", exact: "a count",
      profiles: [ci, paper]}
 """
 
@@ -119,8 +119,8 @@ def test_claims_are_judged_with_computed_reasons(root):
 
 def test_a_failed_precondition_is_not_judged_with_its_reason(root):
     extra = ("  - {id: f, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, "
-             "value: nb1.x, predicate: 'nb1.x > 5', precondition: 'nb1.best > nb1.floor', "
-             "precondition_why: 'every model ends at the floor'}\n")
+             "value: nb1.x, predicate: 'nb1.x > 5', exact: 'a count', precondition: 'nb1.best > nb1.floor', "
+             "precondition_why: 'every model ends at the floor', compares: [x], gate_reads: [best, floor]}\n")
     _write_claims(root, CLAIMS + extra)
     doc = claims.load("dp_icl", root)
     res = {"nb1": {"profile": "ci", "seed": 3, "values": {"x": 2.0, "best": 0.1, "floor": 0.1, "seeds": [3, 4]}}}
@@ -136,7 +136,7 @@ def test_a_failed_precondition_is_not_judged_with_its_reason(root):
 
 def test_a_claim_value_holding_recorded_dicts_is_plain_json(root):
     extra = ("  - {id: g, paper_item: G, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, "
-             "value: \"{'by': nb1.d, 'both': [nb1.d, nb1.x]}\", predicate: 'nb1.d.k > 1'}\n")
+             "value: \"{'by': nb1.d, 'both': [nb1.d, nb1.x]}\", predicate: 'nb1.d.k > 1', exact: 'a count'}\n")
     _write_claims(root, CLAIMS + extra)
     doc = claims.load("dp_icl", root)
     res = {"nb1": {"profile": "smoke", "values": {"x": 2.0, "d": {"k": 2, "e": {"f": 1}}}}}
@@ -291,7 +291,7 @@ def test_the_stability_build_is_shown_beside_each_verdict(root):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(other))
     rows = {r["id"]: r for r in report.judge_claims(root, "smoke", {("dp_icl", "nb1")}, seed=0)}
-    assert rows["a"]["stability"] == {"seed": 100, "verdict": "contradicted"} and "stability" not in rows["b"]
+    assert rows["a"]["stability"] == {"seed": 100, "verdict": "contradicted", "cells": None} and "stability" not in rows["b"]
     page = (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
     assert "At the stability seeds" in page and "**contradicted** (seed 100)" in page
     lines = report.stability_lines({"seed": 0, "claims": [dict(rows["a"], kind="reproduction")]})

@@ -40,3 +40,28 @@ def test_the_status_page_writes_the_line_the_reproducing_page_includes(tmp_path)
 def test_build_times_read_a_cached_state_without_seconds_as_none_spent():
     text = report.build_times(_summary([_nb("01_a", None), _nb("02_b", 120.0)]))
     assert "2 notebooks in 2.0 minutes" in text and "longest took 120 s (taft/02_b)" in text
+
+
+def test_interval_agreement_counts_cells_whose_two_seed_sets_disagree():
+    """Two builds at disjoint seeds estimate the same means: intervals as wide as they should be
+    disagree about 5 % of the time; too narrow ones far more often."""
+    import numpy as np
+
+    from privtrans.book.paired import paired_difference
+    from privtrans.book.pipeline.report import interval_agreement
+
+    rng = np.random.default_rng(0)
+
+    def build(scale):  # scale < 1: intervals narrower than the spread between builds
+        d = rng.normal(0, 1, 10)
+        p = paired_difference(list(d), [0.0] * 10).as_dict()
+        half = (p["hi"] - p["lo"]) / 2 * scale
+        return {**p, "lo": p["mean"] - half, "hi": p["mean"] + half}
+
+    def rows(scale):
+        return [{"chapter": "x", "id": f"c{i}", "cells": {"": build(scale)},
+                 "stability": {"cells": {"": build(scale)}}} for i in range(400)]
+
+    right, narrow = interval_agreement(rows(1.0)), interval_agreement(rows(0.3))
+    assert right["cells"] == 400 and right["disagree"] / 400 < 0.09
+    assert narrow["disagree"] / 400 > 0.3 and abs(narrow["worst"][0][1]) > 3

@@ -19,16 +19,25 @@ appended in file-name order)::
         # how the verdict is decided, exactly one of:
         predicate: "fig1_low_dim.frac_decreasing >= 0.9"   # deterministic: held / contradicted
         interval: "fig1_low_dim.dp_minus_ridge"  # stochastic: a paired interval or a dict/list of them
-        margin: 0.0                           # with interval: what each cell's difference must clear
+        margin: 0.0                           # with interval: what each cell's difference must clear, or
+        band: [0.1, 0.3]                      # ... a claim of a size ("around 20 %"): held inside, contradicted outside
         need: all                             # with interval: all (default), any, 'all but K', or a count
-        effect: 0.02                          # optional: the paper's difference in our units (seeds needed)
-        paper_test: "P('paper_tables', ...) - P(...)"  # optional: the claim on the paper's own numbers
+        effect: 0.02                          # optional: the paper's difference in our units (seeds needed, trials)
+        lost_seeds: count                     # with interval: a seed that gave no value counts as a failed run
+                                              # (count, the default: no cell that lost one is held) or is
+                                              # left out and said (drop: a Monte-Carlo repetition, not training)
+        paper_test: "P('paper_tables', ...) - P(...)"  # interval: the paper's own difference(s), per cell
+        exact: "..."                          # predicate reproduction: why its values carry no noise
+        paper_inputs:                         # predicate: the paper's own numbers as the values it reads,
+          fig1_low_dim.frac_decreasing: "P('paper_values', ...)"   # run through the claim's own predicate
         deviation: "..."                      # where our test must differ from the paper's sentence: how, why
         reading: "..."                        # optional explanation ("our reading") ...
         reading_value: "fig1_low_dim.lr"      # ... with the recorded value it rests on (required with it)
         profiles: [ci, paper]                 # optional: where the claim is judged (default: all)
         precondition: "fig1_low_dim.n_eps > 1"  # optional: the setting can show the effect at all
         precondition_why: "..."               # optional: what the precondition means
+        compares: [NoisyHead, ridge]          # with a precondition: the arms the claim compares ...
+        gate_reads: [the N grid]              # ... and what the precondition reads: never one of them
 
 Two kinds of claim. A **reproduction** tests a statement of the paper on data this build produced;
 only reproductions count as the paper's claims. A **check** is true by our construction or is a
@@ -38,11 +47,18 @@ built from the recorded numbers (the interval, n, margin, the compared values), 
 advance. A failed precondition, one seed, another profile or a value that could not be computed
 gives "not judged" with the measured reason.
 
-``paper_test`` is the claim's condition on the paper's own point values, read with
-``P(file, col, **filters)`` from ``data/<chapter>/<file>.csv`` (:mod:`privtrans.book.paper_values`):
-for an interval claim it gives the paper's difference(s), judged with the same margin and need as
-exact numbers; for a predicate claim it is the condition itself. The test suite requires it to hold:
-the paper must pass our test of its own claim.
+The paper's own numbers go through the claim's own test, never a second copy of it. An interval
+claim's ``paper_test`` gives the paper's difference(s) in the claim's cells, read with
+``P(file, col, **filters)`` from ``data/<chapter>/<file>.csv`` (:mod:`privtrans.book.paper_values`), and
+judged with the same margin (band) and need as exact numbers. A predicate claim's ``paper_inputs``
+gives the paper's numbers as the recorded values its predicate reads, and the predicate itself runs
+on them. The test suite requires the paper to pass our test of its own claim; the trials
+(:mod:`privtrans.book.trials`) then run every reproduction's test on a null, the paper's effect, a
+reversal and a lost seed.
+
+A precondition (a gate) may read only what the claim does not compare: its keys are never the keys
+the claim's test reads, and the arms it reads (``gate_reads``) are never the arms the claim compares
+(``compares``). A gate that read the compared arms could turn a contradiction into "not judged".
 
 Expressions see one object per notebook (attribute access to its recorded values), a few harmless
 functions and ``math``'s functions. They are evaluated by simpleeval, which refuses imports, names
@@ -73,12 +89,18 @@ REQUIRED = ("id", "paper_item", "kind", "statement", "paper_value", "notebook", 
 KINDS = ("reproduction", "check")
 TESTS = ("predicate", "interval")  # exactly one decides the verdict
 ALLOWED = set(REQUIRED) | set(TESTS) | {
-    "quote", "quote_en", "where", "kind_why", "margin", "need", "effect", "paper_test", "deviation",
-    "reading", "reading_value", "profiles", "precondition", "precondition_why", "_file"}
+    "quote", "quote_en", "where", "kind_why", "margin", "band", "need", "effect", "lost_seeds", "paper_test",
+    "exact", "paper_inputs", "deviation", "reading", "reading_value", "profiles", "precondition",
+    "precondition_why", "compares", "gate_reads", "_file"}
+INTERVAL_ONLY = ("margin", "band", "need", "effect", "lost_seeds", "paper_test")
 
 
 class ClaimsFileError(ValueError):
     pass
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _problems(c: dict) -> list[str]:
@@ -96,17 +118,45 @@ def _problems(c: dict) -> list[str]:
     if len(tests) != 1:
         out.append(f"must have exactly one of {', '.join(TESTS)} (has {tests or 'none'})")
     if "interval" in c:
-        if not isinstance(c.get("margin"), (int, float)) or isinstance(c.get("margin"), bool):
-            out.append("has an interval but no numeric margin (state it, even 0)")
+        band = c.get("band")
+        if "band" in c:
+            if "margin" in c:
+                out.append("has both a margin and a band (a size claim is judged against its band alone)")
+            if not (isinstance(band, list) and len(band) == 2 and all(_number(x) for x in band) and band[0] < band[1]):
+                out.append(f"has band {band!r}; a band is [low, high], two numbers with low < high")
+        elif not _number(c.get("margin")):
+            out.append("has an interval but no numeric margin (state it, even 0) or band")
         need = c.get("need", "all")
         if not V.need_allowed(need):
             out.append(f"has need {need!r}; allowed values are all, any, 'all but K' or a positive count of cells")
-        if "effect" in c and not isinstance(c["effect"], (int, float)):
+        if "effect" in c and not _number(c["effect"]):
             out.append(f"has a non-numeric effect {c['effect']!r}")
+        if c.get("lost_seeds", "count") not in V.LOST_SEED_RULES:
+            out.append(f"has lost_seeds {c['lost_seeds']!r}; allowed values are {', '.join(V.LOST_SEED_RULES)}")
+        if "paper_inputs" in c or "exact" in c:
+            out.append("has paper_inputs or exact, which apply to predicate claims only")
     else:
-        for k in ("margin", "need", "effect"):
+        for k in INTERVAL_ONLY:
             if k in c:
-                out.append(f"has {k} but no interval (it applies to interval claims only)")
+                out.append(f"has {k} but no interval (it applies to interval claims only"
+                           + ("; a predicate claim gives the paper's numbers as paper_inputs)" if k == "paper_test" else ")"))
+        inputs = c.get("paper_inputs")
+        if inputs is not None and not (isinstance(inputs, dict) and inputs
+                                       and all(isinstance(k, str) and "." in k and isinstance(v, str) for k, v in inputs.items())):
+            out.append("has paper_inputs that are not a mapping of recorded values (notebook.key) to expressions")
+        if c.get("kind") == "reproduction" and not c.get("exact"):
+            out.append("is a predicate reproduction without `exact` (why its values carry no noise: a count, a "
+                       "closed form, a ratio of exact counts); a noisy value is judged with an interval")
+    if c.get("precondition"):
+        for k in ("compares", "gate_reads"):
+            if not (isinstance(c.get(k), list) and c[k] and all(isinstance(x, str) and x for x in c[k])):
+                out.append(f"has a precondition without {k} (a list of the arms the claim compares / the gate reads)")
+        if isinstance(c.get("compares"), list) and isinstance(c.get("gate_reads"), list):
+            both = sorted(set(c["compares"]) & set(c["gate_reads"]))
+            if both:
+                out.append(f"has a precondition that reads the arms it gates: {both}")
+    elif "compares" in c or "gate_reads" in c:
+        out.append("has compares or gate_reads without a precondition")
     if c.get("kind") == "reproduction":
         q = c.get("quote")
         if not q or not (isinstance(q, str) or (isinstance(q, list) and all(isinstance(x, str) and x for x in q))):
@@ -127,8 +177,12 @@ def load(chapter: str, root: Path | None = None) -> dict:
         doc["paper"] = doc["paper"] or part.get("paper", "")
         doc["claims"] += [dict(c, _file=path.name) for c in part.get("claims", []) or []]
     seen = set()
+    notebooks = {c.get("notebook") for c in doc["claims"]}
     for c in doc["claims"]:
         bad = _problems(c)
+        shared = gate_overlap(c, notebooks)
+        if shared:
+            bad.append(f"has a precondition that reads what the claim compares: {shared}")
         if bad:
             raise ClaimsFileError(f"{base}/{c.get('_file')}: claim {c.get('id', '?')!r} " + "; ".join(bad))
         if c["id"] in seen:
@@ -137,10 +191,29 @@ def load(chapter: str, root: Path | None = None) -> dict:
     return doc
 
 
+def read_keys(text: str, notebooks) -> set[str]:
+    """The recorded values (``notebook.key``) an expression reads."""
+    return {f"{a}.{b}" for a, b in re.findall(r"\b([A-Za-z_]\w*)\.([A-Za-z_]\w*)", text or "") if a in notebooks}
+
+
+def gate_overlap(c: dict, notebooks) -> list[str]:
+    """The recorded values a claim's precondition reads that its test also reads: a gate must read
+    only what the claim does not compare."""
+    if not c.get("precondition"):
+        return []
+    test = c.get("interval") or c.get("predicate") or ""
+    return sorted(read_keys(c["precondition"], notebooks) & read_keys(test, notebooks))
+
+
 def _namespace(values):
     if isinstance(values, dict):
         return SimpleNamespace(**{k: _namespace(v) for k, v in values.items()})
     return values
+
+
+def environment(results: dict[str, dict]) -> dict:
+    """What claims expressions see: one namespace of recorded values per notebook."""
+    return {name: _namespace(r.get("values", {})) for name, r in results.items()}
 
 
 def _plain(v):
@@ -185,6 +258,21 @@ def _seeds(res: dict) -> list:
     return list(seeds) if isinstance(seeds, (list, tuple)) else [res.get("seed")]
 
 
+def rule(c: dict) -> dict:
+    """The verdict rule of an interval claim, as :func:`privtrans.book.verdicts.judge_intervals` and
+    :func:`~privtrans.book.verdicts.family_verdict` take it: the one place a claim's fields become
+    the test that both the build and the trials run."""
+    band = c.get("band")
+    return {"margin": None if band is not None else float(c["margin"]), "need": c.get("need"),
+            "band": None if band is None else (float(band[0]), float(band[1])),
+            "lost_seeds": c.get("lost_seeds", "count")}
+
+
+def judge(c: dict, cells) -> tuple[str, str]:
+    """(verdict, reason) of an interval claim on its cells."""
+    return V.judge_intervals(cells, effect=c.get("effect"), **rule(c))
+
+
 def decide(c: dict, env: dict) -> tuple[str, str, dict | None]:
     """(verdict, computed reason, the cells: None for a predicate claim) of one claim over the recorded
     values in ``env``. An interval claim's cells are read even when its precondition fails, so the
@@ -198,7 +286,7 @@ def decide(c: dict, env: dict) -> tuple[str, str, dict | None]:
             what = f" ({c['precondition_why']})" if c.get("precondition_why") else ""
             return V.NOT_JUDGED, f"not judged: the setting cannot show the effect{what}: {shown}", cells
     if cells is not None:
-        return (*V.judge_intervals(cells, float(c["margin"]), c.get("need"), c.get("effect")), cells)
+        return (*judge(c, cells), cells)
     held = truth(c["predicate"], env)
     return (V.HELD if held else V.CONTRADICTED), V.predicate_reason(c["predicate"], held,
                                                                      lambda t: expression(t, env)), None
@@ -213,20 +301,22 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
              root: Path | None = None) -> list[dict]:
     """One summary row per claim: {chapter, id, kind, paper_item, quote, where, paper_value, value,
     verdict, held, reason, seeds, ...}; ``held`` is True only for verdict held (None: not judged)."""
-    env = {name: _namespace(r.get("values", {})) for name, r in results.items()}
+    env = environment(results)
     rows = []
     for c in doc.get("claims", []):
         row = {"chapter": chapter, "id": c["id"], "kind": c["kind"], "paper_item": c["paper_item"],
                "quote": quotes(c), "quote_en": c.get("quote_en", ""), "where": c.get("where", ""),
                "statement": c["statement"], "paper_value": c["paper_value"],
                "notebook": c["notebook"], "test": c.get("predicate") or c.get("interval"),
-               "margin": c.get("margin"), "need": c.get("need", "all") if "interval" in c else None,
+               "margin": c.get("margin"), "band": c.get("band"),
+               "need": c.get("need", "all") if "interval" in c else None, "exact": c.get("exact", ""),
+               "compares": c.get("compares"), "gate_reads": c.get("gate_reads"),
                "deviation": c.get("deviation", ""), "kind_why": c.get("kind_why", ""),
                "reading": c.get("reading", ""), "reading_value": None,
                "value": None, "verdict": V.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
                "paper_self_test": None}
         rows.append(row)
-        if c.get("paper_test"):
+        if has_paper_numbers(c):
             try:
                 row["paper_self_test"] = paper_self_test(chapter, c, root)[0]
             except (PaperValueError, *EVAL_ERRORS) as e:
@@ -241,11 +331,15 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
             continue
         row["seeds"] = _seeds(res)
         row["made_by"] = made_by(c, res)
+        # which run measured the values: a warm rebuild replays a cached notebook's numbers (its timings
+        # too), so the page says when they were measured
+        row["measured_in"] = res.get("finished")
         try:
             row["value"] = _plain(expression(c["value"], env))
             verdict, reason, cells = decide(c, env)
             if cells is not None:  # the intervals themselves, for the forest plot and independent checks
-                row["cells"] = {k: {f: v.get(f) for f in ("mean", "lo", "hi", "n")} for k, v in cells.items()}
+                row["cells"] = {k: {f: v.get(f) for f in CELL_FIELDS if v.get(f) is not None or f in ("lo", "hi")}
+                                for k, v in cells.items()}
         except EVAL_ERRORS as e:
             row["reason"] = _cannot(e)
             continue
@@ -265,6 +359,10 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
     return rows
 
 
+#: what a summary row keeps of each cell: the interval, and what re-derives it (trials, family levels)
+CELL_FIELDS = ("mean", "lo", "hi", "n", "planned", "confidence", "resolution")
+
+
 def made_by(c: dict, res: dict) -> list[str]:
     """The readout functions ("privtrans.<chapter>.readouts.<name>") that computed the recorded values
     the claim's expressions read (``results.json``'s ``made_by``, from ``privtrans.book.producers``)."""
@@ -274,18 +372,38 @@ def made_by(c: dict, res: dict) -> list[str]:
     return sorted({fns[k] for k in keys if k in fns})
 
 
-def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[str, str]:
-    """(verdict, reason) of the claim's condition on the paper's own point values (``paper_test``)."""
+def paper_env(chapter: str, c: dict, root: Path | None = None) -> dict:
+    """A predicate claim's ``paper_inputs`` as the recorded values its predicate reads: {notebook:
+    namespace}, each value read from the paper's data files with ``P``."""
     P = lookup(chapter, root)
-    env = {"P": P, "math": MATH}
-    ev = EvalWithCompoundTypes(functions=dict(FUNCTIONS, P=P), names=env)
-    value = ev.eval(c["paper_test"])
+    ev = EvalWithCompoundTypes(functions=dict(FUNCTIONS, P=P), names={"P": P, "math": MATH})
+    tree: dict = {}
+    for path, text in c["paper_inputs"].items():
+        *parents, leaf = path.split(".")
+        node = tree
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = ev.eval(text)
+    return {k: _namespace(v) for k, v in tree.items()}
+
+
+def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[str, str]:
+    """(verdict, reason) of the claim's own test on the paper's own point values: an interval claim's
+    ``paper_test`` differences judged as exact points with its margin (band) and need; a predicate
+    claim's own predicate run on its ``paper_inputs``."""
     if "interval" in c:
-        return V.judge_points(value, float(c["margin"]), c.get("need"))
-    if isinstance(value, bool):
-        return (V.HELD if value else V.CONTRADICTED), f"`{c['paper_test']}` is {value} on the paper's numbers"
-    raise V.ClaimShapeError(f"claim {c['id']!r}: a predicate claim's paper_test must be a condition "
-                            f"(True/False), got {value!r}")
+        P = lookup(chapter, root)
+        ev = EvalWithCompoundTypes(functions=dict(FUNCTIONS, P=P), names={"P": P, "math": MATH})
+        r = rule(c)
+        return V.judge_points(ev.eval(c["paper_test"]), r["margin"], r["need"], r["band"])
+    env = paper_env(chapter, c, root)
+    held = truth(c["predicate"], env)
+    return ((V.HELD if held else V.CONTRADICTED),
+            "on the paper's numbers: " + V.predicate_reason(c["predicate"], held, lambda t: expression(t, env)))
+
+
+def has_paper_numbers(c: dict) -> bool:
+    return bool(c.get("paper_test") or c.get("paper_inputs"))
 
 
 def tally(rows: list[dict]) -> dict:
@@ -349,6 +467,15 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
     rep, chk = t["reproduction"], t["check"]
     lines = [f"Built at profile **{profile}**: of the paper's {rep['total']} claims reproduced here, "
              f"{counts_line(rep)}; of {chk['total']} checks of our own construction, {counts_line(chk)}."]
+    powered = [r for r in rows if r.get("kind") == "reproduction" and (r.get("trials") or {}).get("paper_held") is not None]
+    if powered:
+        from .trials import LOW_POWER, low_power
+
+        weak = low_power(rows)
+        lines[0] += (f" Each claim's own test was first run on trials (a null, the paper's effect with this build's "
+                     f"spread, the reversal, a lost seed): of the {len(powered)} whose power at the paper's effect "
+                     f"could be computed, {len(weak)} hold it less than {LOW_POWER:.0%} of the time at these seeds, "
+                     f"so their verdicts say little either way.")
     for kind, title in (("reproduction", "The paper's claims"), ("check", "Checks of this book's construction")):
         sub = [r for r in rows if r.get("kind") == kind]
         head = "| Paper item | The paper says | Our test | Paper (cited) | This reproduction | Verdict and why |"
@@ -364,16 +491,29 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
             if r.get("kind_why"):
                 said = f"*a check: {r['kind_why']}*"
             ours = r["statement"]
+            if r.get("band") is not None:
+                ours += f" *Judged against the paper's size band [{fmt(r['band'][0])}, {fmt(r['band'][1])}].*"
+            if r.get("exact"):
+                ours += f" *Exact: {r['exact']}*"
             if r.get("deviation"):
                 ours += f" *Deviation: {r['deviation']}*"
             why = f"{MARK[r['verdict']]}: {_without_verdict(r['reason'], r['verdict'])}"
             if r.get("reading"):
                 why += f" *Our reading: {r['reading']} (recorded: {fmt(r.get('reading_value'))})*"
+            if r.get("trials"):
+                from .trials import sentence  # the trials import this module
+
+                why += f" *Trials: {sentence(r['trials'])}.*"
+            if r.get("gate_reads"):
+                why += (f" *Its precondition reads {', '.join(r['gate_reads'])}; the claim compares "
+                        f"{', '.join(r.get('compares') or [])}.*")
             paper = fmt(r["paper_value"])
             if r.get("paper_self_test"):
                 paper += (" *(the paper's own numbers pass this test)*" if r["paper_self_test"] == V.HELD else
                           f" *(the paper's own numbers: {r['paper_self_test']})*")
             ours_value = fmt(r["value"])
+            if r.get("measured_in"):
+                ours_value += f" (measured {str(r['measured_in'])[:16].replace('T', ' ')} UTC)"
             if r.get("recorded_in"):  # the executed notebook that recorded the values (report.py sets it)
                 ours_value += f" (recorded by {{doc}}`{r['recorded_in'].rsplit('/', 1)[-1]} <{r['recorded_in']}>`"
                 if r.get("computed_by"):  # the readout functions' source in the library appendix (report.py)
@@ -406,7 +546,7 @@ def lint(chapter: str, root: Path | None = None) -> list[str]:
         return [str(e)]
     out = []
     for c in doc["claims"]:
-        if not c.get("paper_test"):
+        if not has_paper_numbers(c):
             continue
         try:
             verdict, reason = paper_self_test(chapter, c, root)
@@ -432,7 +572,7 @@ def main(argv=None) -> int:
         if not problems:
             doc = load(ch)
             rep = [c for c in doc["claims"] if c["kind"] == "reproduction"]
-            untested = [c["id"] for c in rep if not c.get("paper_test")]
+            untested = [c["id"] for c in rep if not has_paper_numbers(c)]
             print(f"{ch}: {len(doc['claims'])} claims ({len(rep)} reproductions), "
                   f"{len(rep) - len(untested)} with a paper self-test that passes; "
                   f"no tabulated paper values for: {', '.join(untested) or 'none'}")

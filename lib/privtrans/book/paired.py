@@ -19,8 +19,10 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Sequence
 
+import numpy as np
 from scipy import stats
 
 
@@ -35,6 +37,7 @@ class Paired:
     held: bool | None  # lo > margin; None when there is no interval
     reason: str
     resolution: float = 0.0  # step q of the quantised readings (0: continuous); widens the interval
+    planned: int = 0  # seeds planned (N); n < planned when a run failed: the verdict counts it (verdicts.lost)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,7 +67,11 @@ def _resolution(q) -> float:
 
 
 def paired_difference(a, b, *, margin: float = 0.0, confidence: float = 0.95, resolution: float = 0.0) -> Paired:
-    """The t interval on a[i] - b[i] (pairs with a missing value are dropped) and whether it clears margin.
+    """The t interval on a[i] - b[i] over the pairs with both values, and whether it clears margin.
+
+    A pair with a missing value (a failed or diverged run: None or NaN) is not silently dropped: the
+    result keeps ``planned`` (the N seeds run) beside ``n``, its reason says "n of N", and the claims
+    engine decides what a lost seed means for the verdict (:func:`privtrans.book.verdicts.lost`).
 
     ``resolution`` q > 0: the readings are quantised in steps of q, and the half-width uses
     sd_eff = sqrt(sd² + q²/6) instead of the sample sd: GUM (JCGM 100:2008, F.2.2.1) gives a reading of
@@ -78,24 +85,40 @@ def paired_difference(a, b, *, margin: float = 0.0, confidence: float = 0.95, re
     if len(a) != len(b):
         raise ValueError(f"a and b must hold one value per seed each, got {len(a)} and {len(b)} values")
     d = [x - y for x, y in zip(a, b) if x is not None and y is not None]
-    n = len(d)
+    n, planned = len(d), len(a)
+    of = f" of {planned}" if n < planned else ""
     if n == 0:
-        return Paired(None, None, None, 0, confidence, margin, None, "no seed has both values", q)
+        return Paired(None, None, None, 0, confidence, margin, None, f"no seed of {planned} has both values", q, planned)
     mean = sum(d) / n
     if n < 2:
         return Paired(mean, None, None, n, confidence, margin, None,
-                      "one seed: no interval, not judged", q)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
-    if q > 0:
-        sd = effective_sd(sd, q)
-    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
-    lo, hi = float(mean - half), float(mean + half)
+                      f"one seed{of}: no interval, not judged", q, planned)
+    _, lo, hi = (float(x) for x in t_interval(np.asarray(d, float), confidence, q))
     held = bool(lo > margin)
     pct = f"{confidence:.0%}"
     quantised = f" (readings quantised in steps of {q:.4g}: q/√12 each, in the interval)" if q > 0 else ""
-    reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n} pairs{quantised} "
+    reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n}{of} pairs{quantised} "
               f"{'clears' if held else 'does not clear'} the margin {margin:+.4g}")
-    return Paired(mean, lo, hi, n, confidence, margin, held, reason, q)
+    return Paired(mean, lo, hi, n, confidence, margin, held, reason, q, planned)
+
+
+def t_interval(d, confidence: float = 0.95, resolution: float = 0.0):
+    """(mean, lo, hi) of the t interval on the last axis of ``d`` (paired differences, one row per
+    draw): the one implementation of the book's interval, which :func:`paired_difference` applies to
+    one row and the trials (:mod:`privtrans.book.trials`) to thousands of generated rows at once."""
+    d = np.asarray(d, float)
+    n = d.shape[-1]
+    mean = d.sum(axis=-1) / n
+    sd = np.sqrt(((d - mean[..., None]) ** 2).sum(axis=-1) / (n - 1))
+    if resolution > 0:
+        sd = np.sqrt(sd ** 2 + resolution ** 2 / 6)
+    half = _t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+@lru_cache(maxsize=256)
+def _t_quantile(p: float, df: int) -> float:
+    return float(stats.t.ppf(p, df))
 
 
 def effective_sd(sd: float, resolution: float) -> float:

@@ -3,7 +3,8 @@
 Four verdicts (the replication reviewer's, not a yes/no):
 
 * **held** – the data show what the paper states: every interval the claim needs lies above its
-  margin, or a deterministic condition (a count, a closed form, a ratio of exact counts) is true;
+  margin (inside its band, for a claim of a size), or a deterministic condition (a count, a closed
+  form, a ratio of exact counts) is true;
 * **contradicted** – the data exclude what the paper states: an interval lies at or below the margin
   (for "A beats B", the whole interval of A − B is at or below zero), or the deterministic condition
   is false;
@@ -12,6 +13,10 @@ Four verdicts (the replication reviewer's, not a yes/no):
   the observed one) at the observed spread;
 * **not judged** – the setting cannot show the effect (a failed precondition, one seed, a value that
   could not be computed, another profile).
+
+One error rate per claim: a claim of many cells is judged at the family levels of
+:func:`family_levels` (at most 2.5 % false held, and 2.5 % false contradicted, whatever the number of
+cells), and a seed that gave no value is counted, not dropped (:func:`lost`, ``lost_seeds``).
 
 No reason is written in advance: :func:`judge_intervals` and :func:`explain` build it from the
 interval, n, margin and the values a predicate compared.
@@ -23,6 +28,7 @@ import ast
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 
 from scipy import stats
 
@@ -105,9 +111,9 @@ def sd_of(cell: Mapping) -> float | None:
     return (hi - lo) / 2 * math.sqrt(n) / stats.t.ppf(0.5 + conf / 2, n - 1)
 
 
-def seeds_needed(sd: float | None, effect: float | None) -> int | None:
-    """Paired seeds for an 80 %-power two-sided 5 % paired t test of ``effect`` at spread ``sd``
-    (statsmodels' TTestPower: the standard power solver for the one-sample/paired t test)."""
+def seeds_needed(sd: float | None, effect: float | None, alpha: float = 0.05) -> int | None:
+    """Paired seeds for an 80 %-power two-sided level-``alpha`` paired t test of ``effect`` at spread
+    ``sd`` (statsmodels' TTestPower: the standard power solver for the one-sample/paired t test)."""
     if sd is None or effect is None or effect == 0:
         return None
     if sd == 0:
@@ -118,60 +124,119 @@ def seeds_needed(sd: float | None, effect: float | None) -> int | None:
     # statsmodels' paired/one-sample t power; its solve_power fails to converge at both ends of the range
     # a book meets, so the smallest n is found by bisection on power. The non-central t gives NaN far in
     # its tail (d·sqrt(n) > ~10), where the power is 1 to many digits.
-    def power(effect_size, nobs, alpha, alternative):
-        p = TTestPower().power(effect_size=effect_size, nobs=nobs, alpha=alpha, alternative=alternative)
-        return 1.0 if math.isnan(p) and effect_size * math.sqrt(nobs) > 8 else p
+    def power(nobs):
+        p = TTestPower().power(effect_size=d, nobs=nobs, alpha=alpha, alternative="two-sided")
+        return 1.0 if math.isnan(p) and d * math.sqrt(nobs) > 8 else p
 
-    if power(effect_size=d, nobs=2, alpha=0.05, alternative="two-sided") >= POWER:
+    if power(2) >= POWER:
         return 2
-    if power(effect_size=d, nobs=MAX_SEEDS, alpha=0.05, alternative="two-sided") < POWER:
+    if power(MAX_SEEDS) < POWER:
         return MAX_SEEDS + 1
     lo, hi = 2, MAX_SEEDS  # power(lo) < POWER <= power(hi); power grows with n
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if power(effect_size=d, nobs=mid, alpha=0.05, alternative="two-sided") >= POWER:
+        if power(mid) >= POWER:
             hi = mid
         else:
             lo = mid
     return hi
 
 
-def cell_verdict(cell: Mapping, margin: float) -> str:
-    if (cell.get("n") or 0) < 2 or cell.get("lo") is None or cell.get("hi") is None:
+# --- one error rate per claim ------------------------------------------------------------------------
+#: one-sided error of one cell on each side: a readout records the two-sided 95 % interval
+ALPHA = 0.025
+#: what a cell's difference is judged against: above a margin, or inside a band (a size claim)
+LOST_SEED_RULES = ("count", "drop")
+
+
+def family_levels(k: int, n_cells: int) -> tuple[float, float]:
+    """(held, contradicted) one-sided level of each cell when ``k`` of ``n_cells`` must clear.
+
+    The claim "at least k of n cells are above the margin" is held when at least k cells clear it,
+    each at ALPHA / (n − k + 1), and contradicted when at least n − k + 1 cells lie at or below it, each
+    at ALPHA / k: the Bonferroni partial-conjunction test (Benjamini & Heller 2008, Biometrics 64:1215)
+    on each side, whose family-wise error is at most ALPHA whatever the cells' dependence. For one
+    cell both are ALPHA (the recorded 95 % interval); "all" needs no correction to hold (an
+    intersection-union test) but Bonferroni over n to contradict; "any" the reverse."""
+    return ALPHA / (n_cells - k + 1), ALPHA / k
+
+
+@lru_cache(maxsize=4096)
+def _t(p: float, df: int) -> float:
+    return float(stats.t.ppf(p, df))
+
+
+def bounds(cell: Mapping, alpha: float) -> tuple[float, float]:
+    """(lower, upper) one-sided bounds of a recorded cell at level ``alpha`` each: the recorded
+    interval's two half widths (a t interval at its ``confidence``, n − 1 degrees of freedom)
+    rescaled from its quantile to 1 − alpha. Exact for the book's t intervals, resolution-widened
+    ones included; an asymmetric interval keeps its asymmetry."""
+    n, conf = int(cell["n"]), cell.get("confidence") or 0.95
+    scale = _t(1 - alpha, n - 1) / _t(0.5 + conf / 2, n - 1)
+    m = cell["mean"]
+    return m - (m - cell["lo"]) * scale, m + (cell["hi"] - m) * scale
+
+
+def _has_interval(cell: Mapping) -> bool:
+    return (cell.get("n") or 0) >= 2 and cell.get("lo") is not None and cell.get("hi") is not None
+
+
+def lost(cell: Mapping) -> int:
+    """Seeds planned for a cell that gave no value (a failed or diverged run)."""
+    return max(0, int(cell.get("planned") or cell.get("n") or 0) - int(cell.get("n") or 0))
+
+
+def cell_verdict(cell: Mapping, margin: float | None = None, a_held: float = ALPHA, a_contra: float = ALPHA,
+                 band: Sequence[float] | None = None, lost_seeds: str = "count") -> str:
+    """One cell's verdict: held when its lower bound at ``a_held`` clears the margin (or both bounds
+    lie inside the band), contradicted when its upper bound at ``a_contra`` is at or below the margin
+    (or the band lies wholly outside its bounds). ``lost_seeds='count'``: a cell that lost a seed is
+    not held on the seeds that survived (a diverged run is a failed run)."""
+    if not _has_interval(cell):
         return NOT_JUDGED
-    if cell["lo"] > margin:
-        return HELD
-    if cell["hi"] <= margin:
-        return CONTRADICTED
-    return INCONCLUSIVE
+    lo_h, hi_h = bounds(cell, a_held)
+    lo_c, hi_c = bounds(cell, a_contra)
+    if band is not None:
+        held, contra = band[0] < lo_h and hi_h < band[1], hi_c < band[0] or lo_c > band[1]
+    else:
+        held, contra = lo_h > margin, hi_c <= margin
+    if held:
+        return INCONCLUSIVE if lost_seeds == "count" and lost(cell) else HELD
+    return CONTRADICTED if contra else INCONCLUSIVE
 
 
 def describe_cell(name: str, cell: Mapping) -> str:
     conf = cell.get("confidence") or 0.95
     head = f"{name}: " if name else ""
+    miss = lost(cell)
+    of = f" of {cell.get('planned')}" if miss else ""
     if cell.get("lo") is None:
-        return f"{head}mean {_g(cell.get('mean'))} over {cell.get('n') or 0} seed(s), no interval"
+        return f"{head}mean {_g(cell.get('mean'))} over {cell.get('n') or 0}{of} seed(s), no interval"
     # a quantised measure's step enters the interval (book.paired): say it, so that a wide interval
     # around identical readings reads as the measure's limit, not as noise
     step = f", readings in steps of {cell['resolution']:.4g}" if cell.get("resolution") else ""
-    return f"{head}{_g(cell['mean'])} [{_g(cell['lo'])}, {_g(cell['hi'])}] ({conf:.0%}, n = {cell['n']}{step})"
+    return f"{head}{_g(cell['mean'])} [{_g(cell['lo'])}, {_g(cell['hi'])}] ({conf:.0%}, n = {cell['n']}{of}{step})"
 
 
-def judge_intervals(value, margin: float, need=None, effect: float | None = None) -> tuple[str, str]:
-    """(verdict, reason) of a paired-interval claim over its cells.
-
-    held when at least k cells clear the margin (k from ``need``); contradicted when so many cells lie
-    at or below it that k can no longer be reached; inconclusive otherwise; not judged when a cell
-    that could decide it has fewer than two seeds."""
+def family_verdict(value, margin: float | None = None, need=None, band: Sequence[float] | None = None,
+                   lost_seeds: str = "count") -> tuple[str, dict[str, str], dict[str, Mapping], int, tuple]:
+    """(verdict, each cell's verdict, the cells, k, (held level, contradicted level)) of an interval
+    claim: the decision alone, which :func:`judge_intervals` explains and the trials
+    (:mod:`privtrans.book.trials`) repeat on generated cells."""
+    if (margin is None) == (band is None):
+        raise ClaimShapeError("an interval claim is judged against exactly one of a margin or a band")
+    if band is not None and not (len(band) == 2 and band[0] < band[1]):
+        raise ClaimShapeError(f"a band is [low, high] with low < high, got {band!r}")
+    if lost_seeds not in LOST_SEED_RULES:
+        raise ClaimShapeError(f"lost_seeds must be one of {', '.join(LOST_SEED_RULES)}, got {lost_seeds!r}")
     cs = cells(value)
-    k = required(need, len(cs))
-    verdicts = {name: cell_verdict(c, margin) for name, c in cs.items()}
+    total = len(cs)
+    k = required(need, total)
+    a_h, a_c = family_levels(k, total)
+    verdicts = {name: cell_verdict(c, margin, a_h, a_c, band, lost_seeds) for name, c in cs.items()}
     n_held = sum(v == HELD for v in verdicts.values())
     n_contra = sum(v == CONTRADICTED for v in verdicts.values())
     n_unjudged = sum(v == NOT_JUDGED for v in verdicts.values())
-    total = len(cs)
-    rule = ("the interval" if total == 1 else
-            f"{'all' if k == total else f'at least {k}'} of the {total} cells' intervals")
     if n_held >= k:
         verdict = HELD
     elif n_contra > total - k:
@@ -180,37 +245,77 @@ def judge_intervals(value, margin: float, need=None, effect: float | None = None
         verdict = NOT_JUDGED
     else:
         verdict = INCONCLUSIVE
+    return verdict, verdicts, cs, k, (a_h, a_c)
+
+
+def _pct(a: float) -> str:
+    return f"{100 * a:.3g} %"
+
+
+def judge_intervals(value, margin: float | None = None, need=None, effect: float | None = None,
+                    band: Sequence[float] | None = None, lost_seeds: str = "count") -> tuple[str, str]:
+    """(verdict, reason) of a paired-interval claim over its cells (:func:`family_verdict`).
+
+    held when at least k cells clear the margin (k from ``need``), each at the family level;
+    contradicted when so many cells lie at or below it that k can no longer be reached; inconclusive
+    otherwise; not judged when a cell that could decide it has fewer than two seeds. With a ``band``
+    (a claim of a size: "around 20 %") a cell is held inside the band and contradicted outside it."""
+    verdict, verdicts, cs, k, (a_h, a_c) = family_verdict(value, margin, need, band, lost_seeds)
+    total = len(cs)
+    target = f"the band [{_g(band[0])}, {_g(band[1])}]" if band is not None else f"the margin {_g(margin)}"
+    if total == 1:
+        rule = ""
+    else:
+        rule = (f"; family rule: {'all' if k == total else f'at least {k}'} of the {total} cells must clear "
+                f"{target}, each at its one-sided {_pct(a_h)} bound, and {total - k + 1} at or beyond it, each "
+                f"at {_pct(a_c)}, contradict (Bonferroni partial conjunction: at most 2.5 % either way)")
     parts = []
-    words = [(HELD, "clear", "clears"), (CONTRADICTED, "lie at or below", "lies at or below"),
-             (INCONCLUSIVE, "contain", "contains"), (NOT_JUDGED, "have no interval against", "has no interval against")]
+    if band is not None:
+        words = [(HELD, "lie inside", "lies inside"), (CONTRADICTED, "lie outside", "lies outside"),
+                 (INCONCLUSIVE, "overlap the edge of", "overlaps the edge of"),
+                 (NOT_JUDGED, "have no interval against", "has no interval against")]
+    else:
+        words = [(HELD, "clear", "clears"), (CONTRADICTED, "lie at or below", "lies at or below"),
+                 (INCONCLUSIVE, "contain", "contains"),
+                 (NOT_JUDGED, "have no interval against", "has no interval against")]
     words.sort(key=lambda w: w[0] != verdict)  # the cells that decided the verdict first
     for v, plural, single in words:
         names = [n for n, x in verdicts.items() if x == v]
         if not names:
             continue
         if total == 1:
-            parts.append(f"mean difference {describe_cell('', cs[names[0]])} {single} the margin {_g(margin)}")
+            c = cs[names[0]]
+            parts.append(("mean difference " if c.get("lo") is not None else "") + f"{describe_cell('', c)} {single} {target}")
         else:
             shown = "; ".join(describe_cell(n, cs[n]) for n in names[:6]) + ("; …" if len(names) > 6 else "")
-            parts.append(f"{len(names)} {plural} the margin {_g(margin)}: {shown}")
-    head = {HELD: f"held: {rule} clear the margin" if total > 1 else "held",
+            parts.append(f"{len(names)} {plural} {target}: {shown}")
+    short = [n for n, c in cs.items() if lost(c)]
+    if short:
+        c = cs[short[0]]
+        how = ("a diverged or failed run is a failed run, so a cell that lost seeds is not held on those that "
+               "survived" if lost_seeds == "count" else "judged on the seeds that ran")
+        parts.append(f"{len(short)} cell(s) lost seeds ({describe_cell(short[0], c) if short[0] else describe_cell('', c)}): {how}")
+    cleared = "lie inside the band" if band is not None else "clear the margin"
+    head = {HELD: (f"held: {'all' if k == total else f'at least {k}'} of the {total} cells' intervals {cleared}"
+                   if total > 1 else "held"),
             CONTRADICTED: "contradicted: the data exclude the claim",
             INCONCLUSIVE: "inconclusive: these seeds cannot tell",
             NOT_JUDGED: "not judged: fewer than two paired seeds"}[verdict]
-    reason = f"{head} ({'; '.join(parts)})"
+    reason = f"{head} ({'; '.join(parts)}{rule})"
     if verdict == INCONCLUSIVE:
-        reason += "; " + _resolve_note(cs, verdicts, margin, effect)
+        edge = margin if band is None else band[0]
+        reason += "; " + _resolve_note(cs, verdicts, edge, effect, 2 * a_h)
     return verdict, reason
 
 
-def _resolve_note(cs, verdicts, margin, effect) -> str:
+def _resolve_note(cs, verdicts, margin, effect, alpha=0.05) -> str:
     """How many paired seeds would resolve the open cells at their observed spread."""
     open_cells = [n for n, v in verdicts.items() if v == INCONCLUSIVE]
     worst = None
     for n in open_cells:
         c = cs[n]
         target = (effect - margin) if effect is not None and effect > margin else (c["mean"] - margin)
-        need = seeds_needed(sd_of(c), target)
+        need = seeds_needed(sd_of(c), target, alpha)
         if need is not None and (worst is None or need > worst[0]):
             worst = (need, n, target, sd_of(c))
     if worst is None:
@@ -221,21 +326,22 @@ def _resolve_note(cs, verdicts, margin, effect) -> str:
         ("; it points against the paper, so more seeds would tend toward contradicted)" if target < 0 else ")")
     where = f" (cell {name})" if name else ""
     have = cs[name].get("n") or 0
+    level = "" if abs(alpha - 0.05) < 1e-12 else f" at the family level {_pct(alpha / 2)} a side"
     if paper and need <= have:
         return (f"more seeds are not what is missing: at the observed paired sd {sd:.3g}{where}, {need} paired "
-                f"seeds would resolve {PAPERS} difference ({_g(target)} beyond the margin), and these {have} did "
-                f"not, so the observed difference ({_g(cs[name]['mean'] - margin)} beyond the margin) is well "
-                f"short of the paper's")
+                f"seeds would resolve {PAPERS} difference ({_g(target)} beyond the margin){level}, and these "
+                f"{have} did not, so the observed difference ({_g(cs[name]['mean'] - margin)} beyond the margin) "
+                f"is well short of the paper's")
     if need > MAX_SEEDS:
         return (f"{whose} is so small against the paired sd {sd:.3g}{where} that more than {MAX_SEEDS} seeds "
                 f"would be needed to resolve it")
     return (f"about {need} paired seeds would resolve {whose} at the observed paired sd {sd:.3g}{where} "
-            f"(80 % power, two-sided 5 %)")
+            f"(80 % power, two-sided {_pct(alpha)}{level})")
 
 
-def judge_points(value, margin: float, need=None) -> tuple[str, str]:
+def judge_points(value, margin: float | None = None, need=None, band: Sequence[float] | None = None) -> tuple[str, str]:
     """The same rule on exact numbers (the paper's own point values): a cell holds when it is above
-    the margin. Used by the paper's self-test, where there is no interval."""
+    the margin (inside the band). Used by the paper's self-test, where there is no interval."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         points = {"": float(value)}
     elif isinstance(value, Mapping):
@@ -245,10 +351,15 @@ def judge_points(value, margin: float, need=None) -> tuple[str, str]:
     else:
         raise ClaimShapeError(f"the paper's values must be a number or a dict/list of numbers, got {value!r}")
     k = required(need, len(points))
-    above = [n for n, x in points.items() if x > margin]
+    if band is not None:
+        above = [n for n, x in points.items() if band[0] < x < band[1]]
+        target = f"inside the band [{_g(band[0])}, {_g(band[1])}]"
+    else:
+        above = [n for n, x in points.items() if x > margin]
+        target = f"above the margin {_g(margin)}"
     verdict = HELD if len(above) >= k else CONTRADICTED
     shown = ", ".join(f"{n + ': ' if n else ''}{x:.4g}" for n, x in points.items())
-    return verdict, f"{len(above)} of {len(points)} above the margin {_g(margin)} (need {k}): {shown}"
+    return verdict, f"{len(above)} of {len(points)} {target} (need {k}): {shown}"
 
 
 # --- deterministic predicates: which comparison made the condition true or false ------------------

@@ -2,8 +2,10 @@
 
 The claims compare different quantities (accuracy, log ratios, relative gains), so the x axis is
 each cell's distance from its claim's margin in standard errors, (mean − margin) / se, with its 95 %
-t interval: a cell is held when its whole bar lies right of 0, contradicted when it lies at or left of
-0, inconclusive when it crosses 0. Colour is the claim's verdict; the raw intervals are in the table.
+t interval: a one-cell claim is held when its whole bar lies right of 0, contradicted when it lies at or
+left of 0, inconclusive when it crosses 0; a claim of many cells is judged at family levels (wider than
+the bars drawn: ``verdicts.family_levels``), which its reason states. Colour is the claim's verdict;
+the raw intervals are in the table. A size claim (a band, not a margin) is in the table only.
 """
 
 from __future__ import annotations

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import claims
+from .. import claims, trials
 from . import forest, library
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
@@ -20,7 +21,8 @@ from ..session import load_results, versions
 
 SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
                   "value", "verdict", "held", "reason", "seeds", "margin", "need", "deviation", "reading",
-                  "reading_value", "cells", "made_by")
+                  "reading_value", "cells", "made_by", "band", "exact", "compares", "gate_reads", "trials",
+                  "measured_in")
 
 
 def stability_path(root: Path) -> Path:
@@ -63,13 +65,18 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
         doc = claims.load(ch, root)
         results = {name: r for name, r in load_results(ch, root).items() if (ch, name) in ran}
         rows = claims.evaluate(ch, doc, results, profile, root)
+        by_id, env = {c["id"]: c for c in doc["claims"]}, claims.environment(results)
+        for r in rows:  # every reproduction's own test, run on a null, the paper's effect, a reversal, a lost seed
+            if r["kind"] == "reproduction":
+                r["trials"] = trials.run(ch, by_id[r["id"]], r, env, root).as_dict()
         stab = None
         if other is not None:
-            stab = {c["id"]: (c["verdict"], c["reason"], other["seed"]) for c in other["claims"]
-                    if c["chapter"] == ch and "verdict" in c}
+            theirs = {c["id"]: c for c in other["claims"] if c["chapter"] == ch and "verdict" in c}
+            stab = {i: (c["verdict"], c["reason"], other["seed"]) for i, c in theirs.items()}
             for r in rows:
                 if r["id"] in stab:
-                    r["stability"] = {"seed": other["seed"], "verdict": stab[r["id"]][0]}
+                    r["stability"] = {"seed": other["seed"], "verdict": stab[r["id"]][0],
+                                      "cells": theirs[r["id"]].get("cells")}
         docs = executed_docs(root, ch, ran)
         for r in rows:
             r["recorded_in"] = docs.get(r.get("notebook"))
@@ -113,10 +120,13 @@ def chapter_rows(summary: dict) -> list[dict]:
     rows = []
     for ch in CHAPTERS:
         nbs = [n for n in summary["notebooks"] if n["chapter"] == ch]
-        t = claims.tally([c for c in summary["claims"] if c["chapter"] == ch])
+        mine = [c for c in summary["claims"] if c["chapter"] == ch]
+        t = claims.tally(mine)
         rows.append({"chapter": ch, "notebooks": len(nbs), "ok": sum(n["status"] == "ok" for n in nbs),
                      **{f"rep_{k}": v for k, v in t["reproduction"].items()},
                      **{f"check_{k}": v for k, v in t["check"].items()},
+                     "low_power": len(trials.low_power(mine)),
+                     "trials_failed": sum(not (c.get("trials") or {}).get("passed", True) for c in mine),
                      "minutes": sum(n["seconds"] or 0 for n in nbs) / 60})
     return rows
 
@@ -159,6 +169,13 @@ def stability_lines(summary: dict) -> list[str]:
     flips = [c for c in rows if c["verdict"] != c["stability"]["verdict"]]
     out = ["", f"**Stability**: built again at seed {seed} (a disjoint seed set), {same} of {len(rows)} "
            f"reproductions keep their verdict."]
+    agree = interval_agreement(rows)
+    if agree["cells"]:
+        worst = "; ".join(f"{n} ({z:+.1f} standard errors)" for n, z in agree["worst"][:3])
+        out += ["", f"**Interval coverage**: of {agree['cells']} cells measured at both seed sets, "
+                f"{agree['disagree']} ({agree['disagree'] / agree['cells']:.0%}) differ by more than their two "
+                f"intervals allow at 95 %: about 5 % is expected if the intervals are as wide as they should be, "
+                f"far more if they are too narrow. The largest: {worst}."]
     if flips:
         out += ["", "| Claim | Seed " + str(summary["seed"]) + f" | Seed {seed} |", "|---|---|---|"]
         for c in flips:
@@ -166,6 +183,32 @@ def stability_lines(summary: dict) -> list[str]:
                 else ""
             out.append(f"| {c['chapter']}/{c['id']} | {c['verdict']} | {c['stability']['verdict']}{defect} |")
     return out
+
+
+def interval_agreement(claim_rows: list[dict]) -> dict:
+    """Are the intervals as wide as they should be? Each cell measured at both seed sets gives two
+    independent estimates of one mean: their difference over its standard error exceeds the 95 %
+    t quantile about 5 % of the time if the intervals are right, far more often if they are too
+    narrow. {cells, disagree, worst: [(claim [cell], z)]}."""
+    from scipy import stats
+
+    zs = []
+    for c in claim_rows:
+        mine, theirs = c.get("cells") or {}, (c.get("stability") or {}).get("cells") or {}
+        for name in mine.keys() & theirs.keys():
+            a, b = mine[name], theirs[name]
+            if any(x.get("lo") is None or (x.get("n") or 0) < 2 for x in (a, b)):
+                continue
+            se = [(x["hi"] - x["lo"]) / (2 * stats.t.ppf(0.5 + (x.get("confidence") or 0.95) / 2, x["n"] - 1))
+                  for x in (a, b)]
+            spread = math.hypot(*se)
+            if spread == 0:
+                continue
+            z = (a["mean"] - b["mean"]) / spread
+            q = stats.t.ppf(0.975, a["n"] + b["n"] - 2)
+            zs.append((f"{c['chapter']}/{c['id']}" + (f" [{name}]" if name else ""), z, abs(z) > q))
+    zs.sort(key=lambda t: -abs(t[1]))
+    return {"cells": len(zs), "disagree": sum(t[2] for t in zs), "worst": [(n, z) for n, z, _ in zs[:5]]}
 
 
 def build_times(summary: dict) -> str:
@@ -210,15 +253,21 @@ def write_status_page(root: Path, summary: dict):
              "A reproduction is **held** (the data show what the paper states), **contradicted** (the data "
              "exclude it), **inconclusive** (the interval across paired seeds cannot tell) or **not judged** "
              "(the setting cannot show the effect); each chapter page gives the computed reason per claim.", "",
-             "| Chapter | Notebooks run | Held | Contradicted | Inconclusive | Not judged | Checks held | Minutes |",
-             "|---|---|---|---|---|---|---|---|"]
+             "Before it judges the paper, each reproduction's own test is run on trials (`privtrans.book.trials`): "
+             "a null, the paper's effect at the paper's size with this build's spread, the reversed effect and "
+             "a lost seed. *Power under 50 %* counts the reproductions whose test would hold the paper's own "
+             f"effect less than half the time at this build's seeds: their verdicts say little either way.", "",
+             "| Chapter | Notebooks run | Held | Contradicted | Inconclusive | Not judged | Power under 50 % "
+             "| Checks held | Minutes |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["notebooks"]:
-            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | | |")
+            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | | | |")
             continue
+        failed = f" ({r['trials_failed']} trials failed)" if r["trials_failed"] else ""
         lines.append(f"| {{doc}}`/book/{r['chapter']}` | {r['ok']} / {r['notebooks']} | {r['rep_held']} | "
                      f"{r['rep_contradicted']} | {r['rep_inconclusive']} | {r['rep_not_judged']} | "
-                     f"{r['check_held']} / {r['check_total']} | {r['minutes']:.1f} |")
+                     f"{r['low_power']}{failed} | {r['check_held']} / {r['check_total']} | {r['minutes']:.1f} |")
     if forest.draw(summary["claims"], out / "forest.png", with_chapter=True):
         lines += ["", "Every chapter's comparison claims on one scale:", "", forest.directive().rstrip()]
     lines += stability_lines(summary)
