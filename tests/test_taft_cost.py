@@ -142,13 +142,23 @@ def test_table_has_one_row_per_batch_feed_phase_and_method_in_order(vit, clock, 
     want = [(b, f, p, m) for b in (1, 4) for f in ("images", "cached") for p in ("train", "inference")
             for m in ("NLFT", "TAFT")]
     assert [(r["batch"], r["feed"], r["phase"], r["method"]) for r in rows] == want
-    assert all(set(r) == {"batch", "feed", "phase", "method", "seconds"} for r in rows)
+    assert all(set(r) == {"round", "batch", "feed", "phase", "method", "seconds"} for r in rows)
     # every timed call takes one tick on the fake clock: 0.25 s / batch per example
     assert [r["seconds"] for r in rows] == [0.25 / r["batch"] for r in rows]
     assert clock.calls == 16 * 2 * 2  # two readings per timed call, two timed calls per row
     # each row sees the first `batch` images: the cache once, plus one pass per call when fed images
     per_row = {"images": 1 + 2 + 2, "cached": 1}
     assert feature_calls == [(b, CFG.depth - 1) for b, f, _, _ in want for _ in range(per_row[f])]
+
+
+def test_rounds_repeat_every_row_with_the_methods_order_alternating(vit, clock, feature_calls):
+    images, y = batch(6)
+    rows = cost.table(vit, images, y, CLASSES, batches=(1,), repeats=1, tuned=1, rounds=3)
+    assert [r["round"] for r in rows] == [r for r in range(3) for _ in range(len(cost.FEEDS) * 2 * 2)]
+    firsts = [rows[i]["method"] for i in range(0, len(rows), 2)]
+    assert firsts == ["NLFT"] * 4 + ["TAFT"] * 4 + ["NLFT"] * 4  # a load on the machine hits both
+    with pytest.raises(ValueError, match="rounds must be a positive integer"):
+        cost.table(vit, images, y, CLASSES, batches=(1,), repeats=1, rounds=0)
 
 
 def test_a_batch_larger_than_the_images_is_refused(vit, clock):

@@ -8,6 +8,11 @@ block in both: the frozen blocks carry no tangent (their Δ would be zero). A tr
 forward, backward and an Adam step with a mean cross-entropy; inference is a forward pass without
 gradients. Time per example = the median over ``repeats`` timed calls (after warm-up calls) of
 ``time.perf_counter`` divided by the batch; call it with one torch thread.
+
+A timing decides a claim only on repeated rounds: :func:`table` times every (batch, feed, phase)
+``rounds`` times, NLFT and TAFT back to back in each round, the order alternating between rounds, so
+that a load on the shared machine hits both and the per-round ratios carry its noise into the
+interval (:func:`privtrans.taft.readouts.cost`).
 """
 
 from __future__ import annotations
@@ -74,17 +79,23 @@ def per_example(vit: ViT, tail: nn.Module, images: torch.Tensor, y: torch.Tensor
 
 
 def table(vit: ViT, images: torch.Tensor, y: torch.Tensor, classes: int, batches=(1, 32), repeats: int = 20,
-          tuned: int = 1) -> list[dict]:
-    """One row per (batch, feed, phase, method): seconds per example, measured interleaved."""
-    models = tails(vit, classes, tuned)
-    rows = []
+          tuned: int = 1, rounds: int = 1) -> list[dict]:
+    """One row per (round, batch, feed, phase, method): seconds per example, the two methods timed
+    back to back in each round (NLFT first in even rounds, TAFT first in odd ones)."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
     for b in batches:
         if b > len(y):
             raise ValueError(f"batch {b} is larger than the {len(y)} images given")
-        for feed in FEEDS:
-            for phase in ("train", "inference"):
-                for m in METHODS:
-                    s = per_example(vit, models[m], images[:b], y[:b], feed=feed, train=phase == "train",
-                                    repeats=repeats)
-                    rows.append({"batch": b, "feed": feed, "phase": phase, "method": m, "seconds": s})
+    models = tails(vit, classes, tuned)
+    rows = []
+    for r in dry.loop(range(rounds), "timing rounds"):
+        for b in batches:
+            for feed in FEEDS:
+                for phase in ("train", "inference"):
+                    for m in (METHODS if r % 2 == 0 else METHODS[::-1]):
+                        s = per_example(vit, models[m], images[:b], y[:b], feed=feed, train=phase == "train",
+                                        repeats=repeats)
+                        rows.append({"round": r, "batch": b, "feed": feed, "phase": phase, "method": m,
+                                     "seconds": s})
     return rows
