@@ -187,6 +187,8 @@ def test_premise_attention_mass_by_hand():
     attn = np.array([[0.0, 0.5, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]])
     out = premise.attention_mass(attn, hist, t)
     assert out["tail"] == pytest.approx((0.5 + 1.0) / 2) and out["trigger"] == pytest.approx(0.5)
+    # uniform attention over the real positions: 2 of user 0's 3 items are tail items, all of user 1's
+    assert out["tail_uniform"] == pytest.approx((2 / 3 + 1.0) / 2)
     assert list(premise.last_trigger(t, hist)) == [1, 0]
     with pytest.raises(ValueError, match="same shape"):
         premise.attention_mass(attn[:, :3], hist, t)

@@ -432,7 +432,8 @@ def test_processes_are_the_unit_the_claim_is_judged_across():
     assert [p["step_times"] for p in rec["speed_run"]["processes"]] == [r["step_times"] for r in runs]
     row = _claim(rec)
     assert row["margin"] == pytest.approx(-LOG_1_5)
-    assert row["cells"][""] == {k: got[k] for k in ("mean", "lo", "hi", "n")}
+    fields = ("mean", "lo", "hi", "n", "planned")
+    assert {k: row["cells"][""][k] for k in fields} == {k: got[k] for k in fields}
     assert row["verdict"] == ("held" if want.lo > -LOG_1_5 else "contradicted" if want.hi <= -LOG_1_5
                               else "inconclusive")
     assert "5 processes, each over 3 interleaved rounds of the median of 3 step(s)) at M = 4000" in row["value"]
@@ -566,3 +567,20 @@ def test_speed_processes_time_the_pair_in_fresh_interpreters():
         assert all(len(r["times"][m]) == 3 and min(r["times"][m]) > 0 for m in eff.SPEED_PAIR)
     rec = eff.speed_vs_nonprivate(eff.pool_processes(runs))
     assert rec["phantom_log_speed_vs_nonprivate"]["n"] == 2 and rec["speed_run"]["repeats_per_process"] == [3, 3]
+
+
+def test_ghost_speed_is_timed_interleaved_in_fresh_interpreters():
+    """The paper-style Ghost against Phantom, the pair the speed-up checks read, through the command
+    line's interleaved timing (its --methods and --max-entries), pooled per process."""
+    runs = eff.speed_processes(30, 6, 4, 8, processes=2, repeats=2, steps_per_repeat=1, parallel=2,
+                               methods=eff.GHOST_PAIR, max_entries=500)
+    assert len(runs) == 2 and all(r["methods"] == list(eff.GHOST_PAIR) for r in runs)
+    assert all(len(r["times"][m]) == 2 and min(r["times"][m]) > 0 for r in runs for m in eff.GHOST_PAIR)
+    here = eff.speed_processes(60, 6, 4, 8, processes=2, repeats=2, steps_per_repeat=1, isolate=False,
+                               methods=eff.GHOST_PAIR)
+    rec = eff.ghost_speedup({30: runs, 60: here})
+    assert [r["M"] for r in rec["time_ratio_ghost_phantom_interleaved"]] == [30, 60]
+    assert rec["ghost_log_speedup_at_max_M"]["n"] == 2 and rec["ghost_log_speedup_growth"]["planned"] == 2
+    with pytest.raises(ValueError, match="two different methods"):
+        eff.speed_processes(30, 6, 4, 8, processes=2, repeats=2, steps_per_repeat=1, methods=("phantom", "phantom"))
+

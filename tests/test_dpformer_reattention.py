@@ -151,6 +151,35 @@ def test_model_correction_changes_output_and_zero_noise_is_identity():
     assert m.attention_layers()[0].logit_correction is None
 
 
+def test_attention_can_be_read_with_the_correction_off_and_it_is_put_back():
+    """Figure 9 and the premise claims read DPFormer's attention without its correction (the correction
+    lowers rare items' scores by its formula): the reading equals the bare model's, differs from the
+    corrected one, and leaves the correction installed."""
+    from privtrans.dpformer import experiments
+
+    m, seqs = tiny_model(), tiny_batch()
+    bare = ra_mod.attention_maps(m, seqs)
+    ra = ra_mod.enable(m, sigma_dp=4.0, batch_size=8, item_freq=torch.linspace(0.005, 0.5, 61))
+    on = ra_mod.attention_maps(m, seqs)
+    with experiments.corrections_off([m]):
+        off = ra_mod.attention_maps(m, seqs)
+    assert all(torch.allclose(a, b) for a, b in zip(off, bare))
+    assert not all(torch.allclose(a, b, atol=1e-4) for a, b in zip(on, bare))
+    assert all(layer.logit_correction is ra for layer in m.attention_layers())
+    assert all(torch.allclose(a, b) for a, b in zip(ra_mod.attention_maps(m, seqs), on))
+    freq = torch.linspace(0.005, 0.5, 61)
+    table = experiments.attention_shift_table({("non-private", None, 0): tiny_model(), ("dpformer", 5, 0): m},
+                                              seqs, freq)
+    assert set(table.method) == {"non-private", "dpformer", "dpformer_no_offset"}
+    lean = table.groupby("method").rarity_lean.mean()
+    assert lean["dpformer"] != pytest.approx(lean["dpformer_no_offset"])
+    bare_table = ra_mod.attention_shift_table({("non-private", None, 0): tiny_model(), ("dpformer", 5, 0): tiny_model()},
+                                              seqs, freq)
+    assert lean["dpformer_no_offset"] == pytest.approx(bare_table.groupby("method").rarity_lean.mean()["dpformer"])
+    assert all(layer.logit_correction is ra for layer in m.attention_layers())
+    ra_mod.disable(m)
+
+
 def test_rarer_items_get_larger_key_variance():
     m, seqs = tiny_model(), tiny_batch()
     p = torch.full((61,), 0.3)

@@ -299,10 +299,12 @@ def _main(argv=None):
     ap.add_argument("--repeats", type=int, default=2, help=f"{SPEED_TIMING}: interleaved rounds")
     ap.add_argument("--steps-per-repeat", type=int, default=1, help=f"{SPEED_TIMING}: timed steps per round")
     ap.add_argument("--seed", type=int, default=0, help=f"{SPEED_TIMING}: the batch's and models' seed")
+    ap.add_argument("--methods", default=",".join(SPEED_PAIR), help=f"{SPEED_TIMING}: the two methods timed")
     a = ap.parse_args(argv)
     if a.method == SPEED_TIMING:
         out = interleaved_speed(a.M, a.L, a.B, a.d, repeats=a.repeats, steps_per_repeat=a.steps_per_repeat,
-                                threads=a.threads, seed=a.seed)
+                                threads=a.threads, seed=a.seed, methods=a.methods.split(","),
+                                max_entries=a.max_entries)
     else:
         out = run_here(a.method, a.M, a.L, a.B, a.d, a.steps, a.threads, a.max_entries, a.device)
     if dry.active():  # for the parent's tally (_child absorbs it)
@@ -562,28 +564,37 @@ def time_interleaved(steps: Mapping[str, Callable[[], None]], repeats: int, step
 
 def interleaved_speed(n_items: int, length: int, batch: int, d: int = 64, *, repeats: int,
                       steps_per_repeat: int, warmup: int = 1, threads: int = 1,
-                      methods: Sequence[str] = SPEED_PAIR, seed: int = 0,
+                      methods: Sequence[str] = SPEED_PAIR, seed: int = 0, max_entries: int | None = None,
                       clock: Callable[[], float] = time.process_time) -> dict:
     """:func:`time_interleaved` on real training steps (:func:`make_step`, same batch and seed for
     both methods) in this process with ``threads`` torch threads (restored afterwards). With one thread
-    the process CPU time (the default clock) is the step's compute time, whatever else runs beside it."""
+    the process CPU time (the default clock) is the step's compute time, whatever else runs beside it.
+    ``max_entries``: the paper-style Ghost's cap on the B·M² entries it builds at once (as in :func:`sweep`)."""
     import torch
 
     _check_repeats(repeats)
+    _check_methods(methods)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        steps = {m: make_step(m, n_items, length, batch, d, seed=seed) for m in methods}
+        steps = {m: make_step(m, n_items, length, batch, d, seed=seed,
+                              max_entries=max_entries if m == "paper_ghost" else None) for m in methods}
         out = time_interleaved(steps, repeats, steps_per_repeat, warmup=warmup, clock=clock)
     finally:
         torch.set_num_threads(before)
-    out.update(M=n_items, L=length, B=batch, d=d, threads=threads)
+    out.update(M=n_items, L=length, B=batch, d=d, threads=threads, methods=list(methods))
     return out
+
+
+def _check_methods(methods) -> None:
+    if isinstance(methods, str) or len(methods) != 2 or len(set(methods)) != 2 or not set(methods) <= set(METHODS):
+        raise ValueError(f"methods must be two different methods of {METHODS}, got {methods!r}")
 
 
 def speed_processes(n_items: int, length: int, batch: int, d: int = 64, *, processes: int, repeats: int,
                     steps_per_repeat: int, threads: int = 1, isolate: bool = True, parallel: int = 1,
-                    seed: int = 0, timeout: float = 600) -> list[dict]:
+                    seed: int = 0, timeout: float = 600, methods: Sequence[str] = SPEED_PAIR,
+                    max_entries: int | None = None) -> list[dict]:
     """:func:`interleaved_speed` in ``processes`` fresh interpreters (``parallel`` at a time; in this
     process, one after another, where not ``isolate``), each with its own ``repeats`` rounds.
 
@@ -593,13 +604,17 @@ def speed_processes(n_items: int, length: int, batch: int, d: int = 64, *, proce
     repeats inside one process cannot give an interval that a second build would repeat."""
     _check_repeats(processes)
     _check_repeats(repeats)
+    _check_methods(methods)
     if not isolate:
         return [interleaved_speed(n_items, length, batch, d, repeats=repeats, steps_per_repeat=steps_per_repeat,
-                                  threads=threads, seed=seed)
+                                  threads=threads, seed=seed, methods=methods, max_entries=max_entries)
                 for _ in dry.loop(range(processes), "speed processes", keep=2)]
     _check_parallel(parallel)
     cmd = [SPEED_TIMING, str(n_items), str(length), str(batch), "--d", str(d), "--threads", str(threads),
-           "--repeats", str(repeats), "--steps-per-repeat", str(steps_per_repeat), "--seed", str(seed)]
+           "--repeats", str(repeats), "--steps-per-repeat", str(steps_per_repeat), "--seed", str(seed),
+           "--methods", ",".join(methods)]
+    if max_entries is not None:
+        cmd += ["--max-entries", str(int(max_entries))]
 
     def one(_):
         return _child(cmd, threads, timeout, f"speed timing M={n_items} B={batch}")
@@ -609,7 +624,7 @@ def speed_processes(n_items: int, length: int, batch: int, d: int = 64, *, proce
     return _in_parallel(one, range(processes), parallel)
 
 
-def pool_processes(runs: Sequence[Mapping]) -> dict:
+def pool_processes(runs: Sequence[Mapping], methods: Sequence[str] = SPEED_PAIR) -> dict:
     """Several :func:`interleaved_speed` runs (one per process) as one run whose repeats are the
     processes: each method's time in a process is the geometric mean of its per-round times, so the
     paired log difference of a process is the mean of its rounds' log differences, and
@@ -618,7 +633,7 @@ def pool_processes(runs: Sequence[Mapping]) -> dict:
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or not runs:
         raise ValueError(f"runs must be a non-empty list of interleaved_speed results, got {type(runs).__name__}")
     times = {}
-    for m in SPEED_PAIR:
+    for m in methods:
         per = []
         for r in runs:
             ts = (r.get("times") or {}).get(m) if isinstance(r, Mapping) else None
@@ -627,7 +642,7 @@ def pool_processes(runs: Sequence[Mapping]) -> dict:
             per.append(math.exp(statistics.fmean(math.log(t) for t in ts)))
         times[m] = per
     shape = {k: runs[0].get(k) for k in ("M", "L", "B", "d", "threads", "steps_per_repeat", "warmup")}
-    return {"times": times, **shape, "repeats_per_process": [len(r["times"][SPEED_PAIR[0]]) for r in runs],
+    return {"times": times, **shape, "repeats_per_process": [len(r["times"][methods[0]]) for r in runs],
             "processes": [{k: v for k, v in r.items() if k != "times"} for r in runs]}
 
 
@@ -676,6 +691,51 @@ def speed_vs_nonprivate(run: Mapping, *, max_time_ratio: float = 1.5, confidence
         "speed_times": {private: [float(t) for t in tp], reference: [float(t) for t in tr]},
         "speed_run": {k: v for k, v in run.items() if k != "times"},
     }
+
+
+GHOST_PAIR = ("paper_ghost", "phantom")  # the speed-up the paper quotes against Ghost Clipping
+
+
+def ghost_speedup(runs_by_M: Mapping[int, Sequence[Mapping]], *, confidence: float = 0.95) -> dict:
+    """The paper-style Ghost's step time over Phantom's at each M, judged across fresh processes.
+
+    ``runs_by_M``: {M: :func:`speed_processes` results with ``methods=GHOST_PAIR``}. Per process the
+    log time ratio log(t_ghost) − log(t_phantom) is the mean over its interleaved rounds
+    (:func:`pool_processes`); per M its paired t interval across the processes
+    (:func:`~privtrans.book.paired.paired_difference`), and the growth from the smallest M to the
+    largest as the paired interval of the two Ms' log ratios, process k of one with process k of the
+    other (the processes are independent and alike, so the pairing is by index). A ratio's noise is
+    multiplicative, hence logs; exp of an interval is the geometric-mean ratio and its interval.
+
+    Returns ``ghost_log_speedup_by_M`` ({"M = …": interval}), ``ghost_log_speedup_at_max_M``,
+    ``ghost_log_speedup_growth`` (largest M − smallest M), ``time_ratio_ghost_phantom_interleaved``
+    ([{M, gm, lo, hi, processes}]) and ``ghost_speed_times`` ({M: {method: [s per step per process]}})."""
+    from privtrans.book.paired import paired_difference
+
+    if not isinstance(runs_by_M, Mapping) or len(runs_by_M) < 1:
+        raise ValueError("runs_by_M must map each M to its speed_processes results")
+    slow, fast = GHOST_PAIR
+    logs, cells, shown, times = {}, {}, [], {}
+    for M in sorted(runs_by_M):
+        pooled = pool_processes(runs_by_M[M], GHOST_PAIR)
+        ts, tf = pooled["times"][slow], pooled["times"][fast]
+        logs[M] = [math.log(a) - math.log(b) for a, b in zip(ts, tf)]
+        p = paired_difference(logs[M], [0.0] * len(logs[M]), confidence=confidence)
+        cells[f"M = {M}"] = p.as_dict()
+        shown.append({"M": int(M), "gm": math.exp(p.mean),
+                      "lo": None if p.lo is None else math.exp(p.lo),
+                      "hi": None if p.hi is None else math.exp(p.hi), "processes": p.n})
+        times[str(M)] = {slow: [float(t) for t in ts], fast: [float(t) for t in tf]}
+    small, large = min(logs), max(logs)
+    n = max(len(logs[small]), len(logs[large]))  # a process one M lacks is a lost pair, never dropped
+    pad = lambda xs: list(xs) + [None] * (n - len(xs))  # noqa: E731
+    growth = (paired_difference(pad(logs[large]), pad(logs[small]), confidence=confidence).as_dict()
+              if large != small else paired_difference([], []).as_dict())
+    return {"ghost_log_speedup_by_M": cells,
+            "ghost_log_speedup_at_max_M": cells[f"M = {large}"],
+            "ghost_log_speedup_growth": {**growth, "from_M": int(small), "to_M": int(large)},
+            "time_ratio_ghost_phantom_interleaved": shown,
+            "ghost_speed_times": times}
 
 
 if __name__ == "__main__":  # last: the command line calls functions defined above

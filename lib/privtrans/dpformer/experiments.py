@@ -7,6 +7,7 @@ plot and record (through :mod:`privtrans.dpformer.readouts`). Everything trained
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -188,8 +189,11 @@ def train_diagonal_grid(b: Bundle, cfg: dict, methods, epsilon, seed: int, batch
 
 def premise_attention(b: Bundle, results: list[dict], n_users: int) -> pd.DataFrame:
     """One row per trained model of the premise setting: where its last query row attends on the
-    first ``n_users`` test histories (tail items, the trigger; ``premise.attention_mass``), the
-    DPFormer models read with Re-Attention on, as they are evaluated."""
+    first ``n_users`` test histories (tail items, the trigger, and the tail share uniform attention
+    would give; ``premise.attention_mass``). The DPFormer models are read twice: with Re-Attention
+    on, as they are evaluated (``*_attention``), and with it off (``*_attention_no_offset``): its
+    correction lowers rare items' scores by its formula, so what training with it did to the
+    attention shows only with it off. For the other models both readings are the same."""
     import torch
 
     from . import reattention
@@ -202,14 +206,52 @@ def premise_attention(b: Bundle, results: list[dict], n_users: int) -> pd.DataFr
         s = r["spec"]
         model = train.load_model(r, b.split.n_items)
         hist = b.split.test_input[:n_users, -s["max_len"]:]
+        raw = reattention.attention_maps(model, torch.as_tensor(hist))[-1][:, -1].numpy()
+        last = raw
         if s["method"] == "dpformer" and r.get("privacy"):
             reattention.enable(model, sigma_dp=r["privacy"]["noise_multiplier"], batch_size=s["batch_size"],
                                item_freq=freq)
-        last = reattention.attention_maps(model, torch.as_tensor(hist))[-1][:, -1].numpy()
+            last = reattention.attention_maps(model, torch.as_tensor(hist))[-1][:, -1].numpy()
+        mass, mass_raw = premise.attention_mass(last, hist, b.truth), premise.attention_mass(raw, hist, b.truth)
         rows.append({"method": s["method"] if s["epsilon"] is not None else "non-private",
                      "epsilon": s["epsilon"], "seed": s["seed"],
-                     **{f"{k}_attention": v for k, v in premise.attention_mass(last, hist, b.truth).items()}})
+                     "tail_attention": mass["tail"], "trigger_attention": mass["trigger"],
+                     "tail_attention_no_offset": mass_raw["tail"], "trigger_attention_no_offset": mass_raw["trigger"],
+                     "tail_uniform": mass["tail_uniform"]})
     return pd.DataFrame(rows)
+
+
+@contextmanager
+def corrections_off(models):
+    """Within the block, ``models`` run without their logit correction (Re-Attention); each is put
+    back after. Here and not in ``reattention``: that module is part of the code that keys every
+    cached training run (``runs.TRAINING_MODULES``), and reading a model changes no training."""
+    saved = [(layer, layer.logit_correction) for m in models for layer in m.attention_layers()]
+    try:
+        for layer, _ in saved:
+            layer.logit_correction = None
+        yield
+    finally:
+        for layer, fn in saved:
+            layer.logit_correction = fn
+
+
+def attention_shift_table(models: dict, seqs, item_freq, no_offset=("dpformer",),
+                          reference: str = "non-private") -> pd.DataFrame:
+    """``reattention.attention_shift_table`` of every model (DPFormer read as it is evaluated, its
+    Re-Attention on), plus the models of the methods in ``no_offset`` read again with their correction
+    off, as method "<method>_no_offset": the correction divides rare (high-variance) keys' scores by
+    exp(Cσ²/2), so what training with Re-Attention did to the attention shows only without it."""
+    from . import reattention
+
+    table = reattention.attention_shift_table(models, seqs, item_freq, reference=reference)
+    raw = {k: m for k, m in models.items() if k[0] in no_offset or k[0] == reference}
+    if not any(k[0] in no_offset for k in raw):
+        return table
+    with corrections_off([m for k, m in raw.items() if k[0] in no_offset]):
+        again = reattention.attention_shift_table(raw, seqs, item_freq, reference=reference)
+    again = again[again.method.isin(no_offset)].assign(method=lambda d: d.method + "_no_offset")
+    return pd.concat([table, again], ignore_index=True)
 
 
 def sharing_table(grid: pd.DataFrame) -> pd.DataFrame:

@@ -100,7 +100,10 @@ def oracle_scores(model: TriggerModel, histories: np.ndarray) -> np.ndarray:
 def attention_mass(last_row, histories: np.ndarray, model: TriggerModel) -> dict:
     """Where the last query row's attention goes (N, L probabilities over the history's positions):
     mean mass on tail items (the distractors) and, over histories that have one, on the trigger (the
-    most recent head item), the position the oracle reads."""
+    most recent head item), the position the oracle reads; and ``tail_uniform``, the mass uniform
+    attention over the non-pad positions would put on tail items (the share of tail items in the
+    history), against which a lean to the tail is read: a model that has learnt nothing attends
+    about uniformly, which is more tail mass than a trained model's without any lean to the tail."""
     a = np.asarray(last_row, dtype=float)
     h = np.asarray(histories)
     if a.shape != h.shape:
@@ -109,5 +112,7 @@ def attention_mass(last_row, histories: np.ndarray, model: TriggerModel) -> dict
     is_head = model.head[h]
     has = is_head.any(1)
     last = h.shape[1] - 1 - np.argmax(is_head[:, ::-1], axis=1)
-    return {"tail": float((a * tail).sum(1).mean()),
+    real = (h > 0).sum(1)
+    uniform = np.where(real > 0, tail.sum(1) / np.maximum(real, 1), np.nan)
+    return {"tail": float((a * tail).sum(1).mean()), "tail_uniform": float(np.nanmean(uniform)),
             "trigger": float(a[np.arange(len(a)), last][has].mean()) if has.any() else float("nan")}
