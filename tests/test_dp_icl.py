@@ -394,6 +394,29 @@ def test_dpsgd_bracket_reads_steps_epochs_and_clip():
     assert baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp", epochs=True) > z_steps
 
 
+def test_figure5_standard_corner_is_t_steps_and_clip_sigma_half():
+    """The corner the paper's claim is judged against is the configuration fixed before any run."""
+    assert experiments.BRACKET[experiments.STANDARD_CORNER] == dict(epochs=False, clip="sigma")
+    assert experiments.STANDARD_CORNER in experiments.dpsgd_variants("prv", 256, bracket=False)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "ci", "paper"])
+def test_figure6_fixed_setting_is_figure3s_constants(profile):
+    """Figure 6's second setting is Figure 3's, as stated before any run: lam = N / D, eta0 =
+    0.02 lam / (3 (lam + G^2)^2), and Figure 3's eps and delta, at every profile."""
+    from privtrans.book import profiles
+
+    cfg = profiles.settings("dp_icl", "fig6_news_text", profile)
+    fig3 = profiles.settings("dp_icl", "fig3_early_stopping", profile)
+    fx = cfg["fixed"]
+    assert fx["lam"] == pytest.approx(cfg["n_train"] / cfg["D"])
+    hp = constants.text(cfg["n_train"], cfg["L"], cfg["D"], fx["lam"], fx["step_factor"])
+    ref = constants.over_param(fig3["N"])
+    for h in (hp, ref):  # the same step-size rule as Figure 3's constants
+        assert h.eta0 == pytest.approx(0.02 * h.lam / (3 * (h.lam + h.G**2) ** 2))
+    assert (fx["eps"], fx["delta"]) == (fig3["eps"], fig3["delta"])
+
+
 # ----------------------------------------------------------------------------- the dry run
 
 def _dry_problem():

@@ -35,6 +35,11 @@ DPSGD_CLIP_C = "DP-SGD (replace-one, clip C)"
 DPSGD_EPOCHS_CLIP_C = "DP-SGD (replace-one, T epochs, clip C)"
 BRACKET = {DPSGD_REPLACE_ONE: dict(epochs=False, clip="sigma"), DPSGD_EPOCHS: dict(epochs=True, clip="sigma"),
            DPSGD_CLIP_C: dict(epochs=False, clip="C"), DPSGD_EPOCHS_CLIP_C: dict(epochs=True, clip="C")}
+#: the corner the paper's NoisyHead is judged against: the DP-SGD configuration fixed before any run
+#: (the research notes' baseline, notes §0(e)): T counts optimiser steps, as "identical iteration
+#: counts" reads, and max_grad_norm = sigma/2 = G(C + RG), the per-sample gradient bound of NoisyHead's
+#: own sensitivity; the other corners are readings of what the paper leaves unstated
+STANDARD_CORNER = DPSGD_REPLACE_ONE
 
 
 def noisyhead(accountant: str = "basic") -> str:
@@ -358,7 +363,7 @@ def text_curves(rng, corpus, Ts, eps, delta, runs, n_train, n_test, L, lam, step
         s = noise_std(hp, eps, delta, Ts)
         dp = pr.excess(noisy_gd(pr.st_priv, hp.lam, hp.eta0, Ts, s, hp.R, g0, rng).gamma)
         for t, x in zip(Ts, dp):
-            rows.append(dict(run=r, T=int(t), gd=gd[int(t)], noisyhead=float(x)))
+            rows.append(dict(rep=r, T=int(t), gd=gd[int(t)], noisyhead=float(x)))
     return pd.DataFrame(rows)
 
 

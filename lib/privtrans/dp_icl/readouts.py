@@ -4,10 +4,18 @@ One function per notebook that records, named after its experiment; the notebook
 ``nb.record(**readouts.<experiment>(...))``. Every value that a claim in ``data/dp_icl/claims.yaml``
 reads comes from here, and so does every comparison and threshold behind it.
 
-Each readout is given the grid its notebook ran (the N, epsilon, T, ... of its profile). A cell of
-that grid without a finite, positive mean is a broken experiment, not a smaller one: a ValueError
-names the cell, so the notebook stops and its claims are not judged. A value the grid cannot define
-(a trend over a single N, a comparison with the authors where no setting overlaps) is None, never 0.
+Each readout is given the grid its notebook ran (the N, epsilon, T, ... of its profile) and the
+runs themselves, one row per Monte-Carlo repetition and setting. A cell of that grid without a
+finite, positive mean is a broken experiment, not a smaller one: a ValueError names the cell, so
+the notebook stops and its claims are not judged. A value the grid cannot define (a trend over a
+single N, a comparison with the authors where no setting overlaps) is None, never 0.
+
+The intervals the claims judge are built on the repetitions, never on means alone, and every cell
+keeps the repetitions it planned beside those that gave a value (``planned`` and ``n``): a
+repetition with no value is lost, never dropped by joining on what both sides happen to have.
+Settings that share a repetition's data and draws (every eps of one N, every T of one curve, the
+methods of one repetition) are compared by paired intervals (``paired``); settings that draw their
+own repetitions (different N) by the two standard errors (``independent_difference``).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from privtrans.book.readouts import mean
 
 from . import accounting, reference
 from .experiments import (DP_RIDGE, DPSGD_ADD_REMOVE, DPSGD_REPLACE_ONE, GD, ROBUSTNESS, accountant_gain,
-                          dpsgd_ratios, noisyhead)
+                          dpsgd_ratios, noisyhead, summarise)
 
 #: Figure 1's power laws are fitted only from this epsilon up: below it the iterate sits on the
 #: Pi_R ball, whose radius grows with N, so the curve bends and no single slope describes it
@@ -109,25 +117,70 @@ def _trends(dp: pd.DataFrame) -> dict:
 CONFIDENCE = 0.95
 
 
-def _se_table(frame: pd.DataFrame, index: str, columns: str, index_values, column_values) -> tuple:
-    """Standard errors and repetition counts as index x columns tables (NaN where a cell has one run)."""
-    return tuple(frame.pivot(index=index, columns=columns, values=v).reindex(
-        index=sorted(index_values), columns=sorted(column_values)) for v in ("se", "n"))
+def _reps(runs: pd.DataFrame) -> list:
+    """The repetitions a grid ran (every id in its ``rep`` column): each cell is planned on all of
+    them, so a repetition that gave no value at one cell stays in that cell's count as lost."""
+    if "rep" not in runs.columns:
+        raise ValueError(f"the runs have no 'rep' column (has {list(runs.columns)})")
+    return sorted(runs["rep"].unique())
 
 
-def difference(a_mean: float, a_se: float, a_n, b_mean: float, b_se: float, b_n) -> dict:
-    """a − b of two means of independent repetitions, with its 95 % interval from the two standard
-    errors (t quantile at the smaller count less one: conservative), as a paired interval dict
-    (mean, lo, hi, n, confidence) that the claims engine judges. Where the runs behind a and b
-    share data (common random numbers) the interval is wider than a paired one would be, never
-    narrower. Fewer than two repetitions on either side: no interval (lo = hi = None)."""
-    d = float(a_mean - b_mean)
-    n = int(min(a_n, b_n)) if np.isfinite(a_n) and np.isfinite(b_n) else 0
-    se = float(np.hypot(a_se, b_se))
-    if n < 2 or not np.isfinite(se):
-        return {"mean": d, "lo": None, "hi": None, "n": n, "confidence": CONFIDENCE}
+def _per_rep(runs: pd.DataFrame, col: str, reps, what: str, **where) -> list:
+    """``col`` at one setting (``where``: column = value), one entry per repetition of ``reps`` in
+    order, None where that repetition gave no value (no row, or NaN). A non-positive value is a
+    broken run (every quantity here is an excess risk or a risk) and raises, naming the setting."""
+    sel = runs
+    for k, v in where.items():
+        if k not in sel.columns:
+            raise ValueError(f"the {what} runs lack the column {k!r}")
+        sel = sel[np.isclose(sel[k].astype(float), float(v))]
+    at = ", ".join(f"{k} = {v:g}" for k, v in where.items())
+    if col not in runs.columns:
+        raise ValueError(f"the {what} runs lack the column {col!r}")
+    if sel.empty:
+        raise ValueError(f"no {what} runs at {at}")
+    if sel["rep"].duplicated().any():
+        raise ValueError(f"several {what} runs per repetition at {at}")
+    got = sel.set_index("rep")[col].astype(float)
+    bad = got[(got <= 0) & got.notna()]
+    if len(bad):
+        raise ValueError(f"{what} at {at}: a non-positive {col} ({bad.iloc[0]:g}) in repetition {bad.index[0]}")
+    return [float(got[r]) if r in got.index and np.isfinite(got[r]) else None for r in reps]
+
+
+def _log(values: list, log=math.log) -> list:
+    return [None if v is None else log(v) for v in values]
+
+
+def paired(a: list, b: list) -> dict:
+    """The paired 95 % t interval of a − b over the repetitions (``paired_difference``; a None in
+    either is a lost repetition, kept in ``planned``), as the dict the claims engine judges."""
+    return paired_difference(a, b, confidence=CONFIDENCE).as_dict()
+
+
+def independent_difference(a: list, b: list) -> dict:
+    """mean(a) − mean(b) of two independent sets of repetitions (one entry per planned repetition,
+    None or NaN for one that gave no value), with its 95 % interval from the two standard errors and
+    the t quantile at the smaller count less one (conservative: Welch's degrees of freedom are never
+    fewer). ``planned`` is the larger planned count and ``n`` the smaller count that ran, so a lost
+    repetition shows; fewer than two on either side: no interval (lo = hi = None)."""
+    xs = [np.array([v for v in s if v is not None and np.isfinite(v)], float) for s in (a, b)]
+    planned = max(len(a), len(b))
+    n = int(min(len(x) for x in xs))
+    d = float(xs[0].mean() - xs[1].mean()) if n else None
+    if n < 2:
+        return {"mean": d, "lo": None, "hi": None, "n": n, "planned": planned, "confidence": CONFIDENCE}
+    se = math.hypot(*(float(x.std(ddof=1)) / math.sqrt(len(x)) for x in xs))
     h = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * se
-    return {"mean": d, "lo": d - h, "hi": d + h, "n": n, "confidence": CONFIDENCE}
+    return {"mean": d, "lo": d - h, "hi": d + h, "n": n, "planned": planned, "confidence": CONFIDENCE}
+
+
+def mean_over(values: list, scale: float) -> dict:
+    """The 95 % t interval of the mean of ``values`` over the repetitions, divided by ``scale`` (a
+    None is a lost repetition, kept in ``planned``): our mean as a multiple of a fixed reference."""
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"the reference value must be finite and positive, got {scale!r}")
+    return paired([None if v is None else v / scale for v in values], [0.0] * len(values))
 
 
 def _change(cell: dict) -> str:
@@ -136,18 +189,16 @@ def _change(cell: dict) -> str:
     return "fall" if cell["lo"] > 0 else "rise" if cell["hi"] < 0 else "unresolved"
 
 
-def consecutive_changes(summary: pd.DataFrame, Ns, eps) -> dict:
-    """Each step from one N to the next, per eps: the fall of the mean excess risk (excess at the
-    smaller N minus at the larger, positive = a fall) and its 95 % interval (``difference``; the
-    repetitions at different N are independent draws). A step is a fall or a rise only when its
-    interval excludes zero, otherwise it is unresolved. ``consecutive_fall_cells`` holds the
-    intervals, by step, for the claims engine."""
-    mean = _table(summary, "N", "eps", Ns, eps, "NoisyHead", value="mean")
-    se, n = _se_table(summary, "N", "eps", Ns, eps)
+def consecutive_changes(x: dict, Ns, eps) -> dict:
+    """Each step from one N to the next, per eps: the fall of the mean excess risk (at the smaller N
+    minus at the larger, positive = a fall) and its 95 % interval (``independent_difference``: every
+    N draws its own repetitions). ``x``: {(N, eps): per-repetition values}. A step is a fall or a
+    rise only when its interval excludes zero, otherwise it is unresolved. ``consecutive_fall_cells``
+    holds the intervals, by step, for the claims engine."""
     cells, steps = {}, []
-    for e in mean.columns:
-        for a, b in zip(mean.index[:-1], mean.index[1:]):
-            c = difference(mean.loc[a, e], se.loc[a, e], n.loc[a, e], mean.loc[b, e], se.loc[b, e], n.loc[b, e])
+    for e in eps:
+        for a, b in zip(Ns[:-1], Ns[1:]):
+            c = independent_difference(x[a, e], x[b, e])
             cells[f"ε={e:g} N {a}→{b}"] = c
             steps.append({"eps": float(e), "from_N": int(a), "to_N": int(b), "fall": c["mean"], "lo": c["lo"],
                           "hi": c["hi"], "change": _change(c)})
@@ -159,34 +210,27 @@ def consecutive_changes(summary: pd.DataFrame, Ns, eps) -> dict:
             "consecutive_fall_cells": cells or None}
 
 
-def end_to_end(summary: pd.DataFrame, Ns, eps, what: str) -> dict:
-    """The fall of the mean excess risk from the smallest to the largest N at every eps
-    (``{"ε=..": cell}``) and from the smallest to the largest eps at every N (``{"N=..": cell}``),
-    each a ``difference`` (positive = a fall)."""
-    mean = _table(summary, "N", "eps", Ns, eps, what, value="mean")
-    se, n = _se_table(summary, "N", "eps", Ns, eps)
-    Ns, eps = list(mean.index), list(mean.columns)
-
-    def cell(a, b):   # (N, eps) of the larger risk expected, then of the smaller
-        return difference(mean.loc[a], se.loc[a], n.loc[a], mean.loc[b], se.loc[b], n.loc[b])
-
-    return {"in_n": ({f"ε={e:g}": cell((Ns[0], e), (Ns[-1], e)) for e in eps} if len(Ns) > 1 else None),
-            "in_eps": ({f"N={N}": cell((N, eps[0]), (N, eps[-1])) for N in Ns} if len(eps) > 1 else None),
-            "eps_steps": ({f"N={N} ε {a:g}→{b:g}": cell((N, a), (N, b))
-                           for N in Ns for a, b in zip(eps[:-1], eps[1:])}
-                          if len(eps) > 1 else None)}
-
-
 def _authors_ratios(cmp: pd.DataFrame, keys: Sequence[str], digits: int | None = None) -> dict | None:
     """{"N=.. eps=..": ours / authors} of a ``reference.matched`` frame; None when nothing overlaps."""
     if cmp.empty:
         return None
-    names = {"eps": "ε", "delta": "δ"}
     out = {}
     for _, r in cmp.iterrows():
-        label = " ".join(f"{names.get(k, k)}={r[k]:g}" for k in keys)
-        out[label] = round(float(r["ratio"]), digits) if digits is not None else float(r["ratio"])
+        out[_label(r, keys)] = round(float(r["ratio"]), digits) if digits is not None else float(r["ratio"])
     return out
+
+
+def _label(r, keys) -> str:
+    names = {"eps": "ε", "delta": "δ"}
+    return " ".join(f"{names.get(k, k)}={r[k]:g}" for k in keys)
+
+
+def _against(cmp: pd.DataFrame, x: dict, keys=("N", "eps")) -> dict | None:
+    """Per setting of a ``reference.matched`` frame: the interval of our mean over the reference
+    value (``mean_over``), {"N=.. ε=..": interval}; None when nothing overlaps."""
+    if cmp.empty:
+        return None
+    return {_label(r, keys): mean_over(x[tuple(r[k] for k in keys)], float(r["authors"])) for _, r in cmp.iterrows()}
 
 
 def _max_abs_log(cmp: pd.DataFrame, log=np.log) -> float | None:
@@ -194,8 +238,9 @@ def _max_abs_log(cmp: pd.DataFrame, log=np.log) -> float | None:
 
 
 def _u_shape(cost: pd.Series, argmin_key: str) -> dict:
-    """Where a cost indexed by T is smallest (under ``argmin_key``), whether that is inside the grid,
-    and how far the cost climbs on either side of it."""
+    """Where a cost indexed by T is smallest on average over every repetition (under
+    ``argmin_key``), whether that is inside the grid, and how far the cost climbs on either side of
+    it: a description of the curve; the claims judge ``u_shape_cells``."""
     t_min = cost.idxmin()
     low = float(cost.min())
     return {
@@ -207,43 +252,85 @@ def _u_shape(cost: pd.Series, argmin_key: str) -> dict:
     }
 
 
-def u_shape_cells(frame: pd.DataFrame, Ts, what: str) -> dict | None:
-    """Whether a cost indexed by T falls and then rises, as two intervals (``difference``): the cost
-    at the smallest T minus at T*, and at the largest T minus at T*, where T* is the interior T
-    (neither end) with the smallest mean. Both are positive for a U; a cost that only falls makes
-    the second negative, one that only rises the first. None below three horizons."""
-    mean = _series(frame, "T", Ts, what)
-    if len(mean) < 3:
+def halves(reps) -> tuple[list, list]:
+    """(the repetitions that choose, the repetitions that are tested): the first half of the sorted
+    repetition ids, and the rest (the larger half when their number is odd)."""
+    reps = sorted(reps)
+    return reps[:len(reps) // 2], reps[len(reps) // 2:]
+
+
+def u_shape_cells(runs: pd.DataFrame, col: str, Ts, what: str) -> dict | None:
+    """Whether a cost indexed by T falls and then rises, judged on repetitions that did not choose
+    where the bottom is. The first half of the repetitions (``halves``) choose T*: the interior T
+    (neither end) with the smallest mean over them. The other half are tested: per repetition, the
+    log cost at the smallest T minus at T* ("falls to the minimum") and at the largest T minus at T*
+    ("rises after it"), each a paired 95 % interval over the tested repetitions (every T of a
+    repetition shares its data and draws). Both are positive for a U; a cost that only falls makes
+    the second negative, one that only rises the first. Choosing T* on the tested repetitions would
+    make both legs look positive under a flat curve (the minimum of noisy means sits low by
+    selection); on the other half it is a fixed T to them. None below three horizons or two
+    repetitions."""
+    Ts = sorted(int(t) for t in Ts)
+    reps = _reps(runs)
+    if len(Ts) < 3 or len(reps) < 2:
         return None
-    ind = frame.set_index("T")
-    t_star = mean.iloc[1:-1].idxmin()
-    first, last = mean.index[0], mean.index[-1]
+    v = {t: _per_rep(runs, col, reps, what, T=t) for t in Ts}
+    choose, test = halves(reps)
+    pick = [reps.index(r) for r in choose]
+    means = {t: np.mean([v[t][i] for i in pick if v[t][i] is not None] or [np.nan]) for t in Ts[1:-1]}
+    if all(np.isnan(m) for m in means.values()):
+        return None
+    t_star = min((t for t in means if not np.isnan(means[t])), key=lambda t: means[t])
+    keep = [reps.index(r) for r in test]
 
-    def cell(t):
-        return difference(mean[t], ind.loc[t, "se"], ind.loc[t, "n"], mean[t_star], ind.loc[t_star, "se"],
-                          ind.loc[t_star, "n"])
+    def at(t):
+        return _log([v[t][i] for i in keep])
 
-    return {"t_star": int(t_star), "cells": {f"falls from T={first} to T*={t_star}": cell(first),
-                                             f"rises from T*={t_star} to T={last}": cell(last)}}
+    first, last = Ts[0], Ts[-1]
+    return {"t_star": int(t_star), "chosen_on": [int(r) for r in choose], "tested_on": [int(r) for r in test],
+            "values": v, "test_index": keep,
+            "cells": {"falls to the minimum": paired(at(first), at(t_star)),
+                      "rises after it": paired(at(last), at(t_star))}}
+
+
+def _split_note(u: dict | None) -> str | None:
+    if not u:
+        return None
+    c, t = u["chosen_on"], u["tested_on"]
+    return (f"T* = {u['t_star']} chosen on repetitions {c[0]}–{c[-1]} ({len(c)}), "
+            f"tested on repetitions {t[0]}–{t[-1]} ({len(t)})")
 
 
 # ------------------------------------------------------------------------------------ Figure 1
-def fig1_low_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps) -> dict:
-    """``summary``: ``summarise(low_dim_grid(...), ["method", "N", "eps"], "excess")``;
-    ``authors``: ``reference.paper_values("fig1")``."""
+def _grid_values(runs: pd.DataFrame, method: str, Ns, eps, what: str, **where) -> tuple[list, dict]:
+    """(the repetitions, {(N, eps): per-repetition excess risk}) of one method over the grid."""
+    sel = _rows(runs, method)
+    reps = _reps(runs)
+    return reps, {(N, e): _per_rep(sel, "excess", reps, what, N=N, eps=e, **where) for N in Ns for e in eps}
+
+
+def fig1_low_dim(runs: pd.DataFrame, authors: pd.DataFrame, Ns, eps) -> dict:
+    """``runs``: ``low_dim_grid(...)`` (one row per repetition, method, N and eps); ``authors``:
+    ``reference.paper_values("fig1")``. Every N draws its own repetitions (independent), and every
+    eps of a repetition shares its data and draws (paired)."""
+    summary = summarise(runs[runs["method"].isin([noisyhead(), GD])], ["method", "N", "eps"], "excess")
     nh = _rows(summary, noisyhead())
     dp = _table(nh, "N", "eps", Ns, eps, "NoisyHead (basic)")
     gd = _series(_rows(summary, GD), "N", Ns, "non-private GD")
     Ns, eps = list(dp.index), list(dp.columns)
+    _, x = _grid_values(runs, noisyhead(), Ns, eps, "NoisyHead (basic)")
     steep = [e for e in eps if e >= SLOPE_EPS_MIN]
     cmp = reference.matched(nh, authors, ["N", "eps"], "dp_excess")
     t = _trends(dp)
-    ends = end_to_end(nh, Ns, eps, "NoisyHead (basic)")
     return {
-        # intervals the claims judge: the fall from the smallest to the largest N per eps, and the
-        # rise at every step to the next smaller eps per N (positive = the paper's direction)
-        "fall_first_to_last_n": ends["in_n"],
-        "rise_as_eps_falls": ends["eps_steps"],
+        # intervals the claims judge: the fall from the smallest to the largest N per eps
+        # (independent repetitions), and the rise at every step to the next smaller eps per N (paired)
+        "fall_first_to_last_n": ({f"ε={e:g}": independent_difference(x[Ns[0], e], x[Ns[-1], e]) for e in eps}
+                                 if len(Ns) > 1 else None),
+        "rise_as_eps_falls": ({f"N={N} ε {a:g}→{b:g}": paired(x[N, a], x[N, b])
+                               for N in Ns for a, b in zip(eps[:-1], eps[1:])} if len(eps) > 1 else None),
+        # our mean over the authors' value at every setting both have
+        "authors_ratio_cells": _against(cmp, x),
         "fall_ratio": t["fall_ratio"],
         "all_fall_with_n": t["all_fall"],
         "frac_consecutive_decreasing": t["frac_decreasing_in_n"],
@@ -256,27 +343,32 @@ def fig1_low_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps) -> dict:
         "max_abs_log_ratio_to_authors": _max_abs_log(cmp),
         "gd_floor": float(gd.mean()),
         "excess_at_min_eps": {str(N): float(dp.loc[N, eps[0]]) for N in Ns},
-        **consecutive_changes(nh, Ns, eps),
+        **consecutive_changes(x, Ns, eps),
     }
 
 
 # ------------------------------------------------------------------------------------ Figure 2
-def fig2_high_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps, delta: float) -> dict:
-    """Judged at one ``delta`` (the paper's); ``summary``: ``summarise(high_dim_grid(...),
-    ["method", "delta", "N", "eps"], "excess")``; ``authors``: ``reference.paper_values("fig2")``."""
+def fig2_high_dim(runs: pd.DataFrame, authors: pd.DataFrame, Ns, eps, delta: float) -> dict:
+    """Judged at one ``delta`` (the paper's); ``runs``: ``high_dim_grid(...)``; ``authors``:
+    ``reference.paper_values("fig2")``."""
+    summary = summarise(runs, ["method", "delta", "N", "eps"], "excess")
     nh = _rows(summary, noisyhead())
-    dp = _table(nh[nh["delta"] == delta], "N", "eps", Ns, eps, f"NoisyHead at δ = {delta:g}")
+    what = f"NoisyHead at δ = {delta:g}"
+    dp = _table(nh[np.isclose(nh["delta"].astype(float), delta)], "N", "eps", Ns, eps, what)
     gd = _series(_rows(summary, GD), "N", Ns, "non-private GD")
-    eps = list(dp.columns)
+    Ns, eps = list(dp.index), list(dp.columns)
+    _, x = _grid_values(runs, noisyhead(), Ns, eps, what, delta=delta)
     t = _trends(dp)
     keys = ["N", "delta", "eps"]
-    ends = end_to_end(nh[nh["delta"] == delta], Ns, eps, f"NoisyHead at δ = {delta:g}")
+    both = len(Ns) > 1 and len(eps) > 1
     return {
         "delta_judged": float(delta),
-        # the fall from the smallest to the largest N at every eps, and from the smallest to the
-        # largest eps at every N (intervals; positive = a fall)
-        "falls_with_n_and_eps": ({"with N": ends["in_n"], "with ε": ends["in_eps"]}
-                                 if ends["in_n"] and ends["in_eps"] else None),
+        # the fall from the smallest to the largest N at every eps (independent repetitions) and from
+        # the smallest to the largest eps at every N (paired: one repetition's eps share its draws)
+        "falls_with_n_and_eps": ({"with N": {f"ε={e:g}": independent_difference(x[Ns[0], e], x[Ns[-1], e])
+                                             for e in eps},
+                                  "with ε": {f"N={N}": paired(x[N, eps[0]], x[N, eps[-1]]) for N in Ns}}
+                                 if both else None),
         "frac_consecutive_decreasing_in_n": t["frac_decreasing_in_n"],
         "fall_ratio": t["fall_ratio"],
         "frac_ordered_by_eps": t["frac_ordered_by_eps"],
@@ -287,15 +379,24 @@ def fig2_high_dim(summary: pd.DataFrame, authors: pd.DataFrame, Ns, eps, delta: 
 
 
 # ------------------------------------------------------------------------------------ Figure 3
-def fig3_early_stopping(descent: pd.DataFrame, privacy: pd.DataFrame, Ts) -> dict:
-    """``descent``/``privacy``: ``summarise(early_stopping(...), ["T"], "descent"/"privacy")``."""
-    d = _series(descent, "T", Ts, "cost of descent")
-    p = _series(privacy, "T", Ts, "cost of privacy")
-    u = u_shape_cells(privacy, Ts, "cost of privacy")
+def fig3_early_stopping(runs: pd.DataFrame, Ts) -> dict:
+    """``runs``: ``early_stopping(...)``, one row per repetition and T (every T of a repetition
+    shares its data, start and draws). The cost of descent's fall at every step of the T grid, as
+    paired intervals of log cost over all repetitions; the cost of privacy's U (``u_shape_cells``)."""
+    Ts = sorted(int(t) for t in Ts)
+    d = _series(summarise(runs, ["T"], "descent"), "T", Ts, "cost of descent")
+    p = _series(summarise(runs, ["T"], "privacy"), "T", Ts, "cost of privacy")
+    reps = _reps(runs)
+    desc = {t: _log(_per_rep(runs, "descent", reps, "cost of descent", T=t)) for t in Ts}
+    u = u_shape_cells(runs, "privacy", Ts, "cost of privacy")
     return {**_u_shape(p, "t_argmin_privacy"), "descent_frac_decreasing": frac_decreasing(d),
             "min_privacy_cost": float(p.min()),
-            # intervals the claim judges: the privacy cost falls to an interior T* and rises after it
-            "privacy_u_shape": u["cells"] if u else None, "t_star_privacy": u["t_star"] if u else None}
+            # intervals the claims judge: the descent cost falls at every step; the privacy cost
+            # falls to T* and rises after it, on repetitions that did not choose T*
+            "descent_step_cells": ({f"T {a}→{b}": paired(desc[a], desc[b]) for a, b in zip(Ts[:-1], Ts[1:])}
+                                   if len(Ts) > 1 else None),
+            "privacy_u_shape": u["cells"] if u else None, "t_star_privacy": u["t_star"] if u else None,
+            "t_star_split": _split_note(u)}
 
 
 # ------------------------------------------------------------------------------------ Figure 4
@@ -312,10 +413,13 @@ def _by_rep(runs: pd.DataFrame, **where) -> pd.DataFrame:
     return sel.set_index("rep").sort_index()
 
 
-def _paired(a: pd.Series, b: pd.Series) -> dict:
-    """The paired interval of a − b over the repetitions both have (``paired_difference``)."""
-    reps = sorted(set(a.index) & set(b.index))
-    return paired_difference(list(a[reps]), list(b[reps])).as_dict()
+def _paired(a: pd.Series, b: pd.Series, reps) -> dict:
+    """The paired interval of a − b over the repetitions ``reps`` the grid ran (``paired``): one
+    missing from either side, or NaN there, is a lost repetition, kept in the count."""
+    def at(s, r):
+        return float(s[r]) if r in s.index and np.isfinite(s[r]) else None
+
+    return paired([at(a, r) for r in reps], [at(b, r) for r in reps])
 
 
 def fig4_robustness(summary: pd.DataFrame, cs, ps, runs: pd.DataFrame) -> dict:
@@ -337,9 +441,11 @@ def fig4_robustness(summary: pd.DataFrame, cs, ps, runs: pd.DataFrame) -> dict:
 
     g_ridge, g_direct = growth("ridge"), growth("ridge_direct")
     at = {(c, p): _by_rep(runs, c=c, p=p) for c in sorted(cs) for p in ps}
+    reps = _reps(runs)
     return {
-        "ridge_minus_dp": {f"c={c:g} p={p:g}": _paired(at[c, p]["ridge"], at[c, p]["dp"]) for c, p in at},
-        "ridge_growth_paired": ({f"c={c:g}": _paired(at[c, ps[-1]]["ridge"], at[c, ps[0]]["ridge"]) for c in sorted(cs)}
+        "ridge_minus_dp": {f"c={c:g} p={p:g}": _paired(at[c, p]["ridge"], at[c, p]["dp"], reps) for c, p in at},
+        "ridge_growth_paired": ({f"c={c:g}": _paired(at[c, ps[-1]]["ridge"], at[c, ps[0]]["ridge"], reps)
+                                 for c in sorted(cs)}
                                 if len(ps) > 1 else None),
         "dp_below_ridge_everywhere": bool((m["dp"] < m["ridge"]).to_numpy().all()),
         "dp_below_direct_ridge_everywhere": bool((m["dp"] < m["ridge_direct"]).to_numpy().all()),
@@ -403,10 +509,11 @@ def fig4_theorem_region(df: pd.DataFrame, alphas, hp, paper_hp, paper_alpha: flo
     cond = {a: theorem51_conditions(hp, a, mu, kappa) for a in alphas}
     paper = theorem51_conditions(paper_hp, paper_alpha, mu, kappa)
     inside = [a for a in alphas if cond[a]["inside"]]
-    per = {f"{a:g}": _paired(w[a].ridge, w[a].dp_crn) for a in alphas}
+    reps = _reps(df)
+    per = {f"{a:g}": _paired(w[a].ridge, w[a].dp_crn, reps) for a in alphas}
 
     def growth(lo, hi):
-        return _paired(w[hi].ridge, w[lo].ridge)
+        return _paired(w[hi].ridge, w[lo].ridge, reps)
 
     def ratio_(lo, hi):
         return float(w[hi].ridge.mean() / w[lo].ridge.mean()) if w[lo].ridge.mean() > 0 else None
@@ -461,30 +568,41 @@ ON_PAR = 1.5  # "on par": the paired 95 % interval of the excess-risk ratio lies
 
 def _equivalence(runs: pd.DataFrame, method: str, corner: str, Ns, eps, lim: float) -> dict:
     """``method`` against one DP-SGD ``corner`` per (N, eps), on the repetitions' paired log excess
-    risks: the paired interval of log(DP-SGD) − log(method) (``paired_difference``) and its two
-    one-sided cells of an equivalence test with margin -lim: "at most e^lim times DP-SGD" is that
-    interval, "at least e^-lim times DP-SGD" is its negation; on par in a cell when both clear -lim,
-    not on par when either lies at or below it, unresolved otherwise."""
+    risks: the paired interval of log(DP-SGD) − log(method) (``paired``, every repetition of the grid
+    planned, a missing or NaN run kept as lost) and its two one-sided cells of an equivalence test
+    with margin -lim: "at most e^lim times DP-SGD" is that interval, "at least e^-lim times DP-SGD"
+    is its negation; on par in a cell when both clear -lim, not on par when either lies at or below
+    it, unresolved otherwise."""
     cells, verdicts, ratios = {}, [], []
+    reps = _reps(runs)
     for N in Ns:
         for e in eps:
-            sel = runs[(runs.N == N) & (runs.eps == e)]
-            a = sel[sel.method == method].set_index("rep")["excess"]
-            b = sel[sel.method == corner].set_index("rep")["excess"]
-            if a.empty or b.empty:
-                raise ValueError(f"Figure 5 has no {method if a.empty else corner!r} runs at N = {N}, ε = {e}")
-            reps = sorted(set(a.index) & set(b.index))
-            p = paired_difference(list(np.log(b[reps])), list(np.log(a[reps]))).as_dict()
-            flip = {"mean": -p["mean"], "lo": None if p["hi"] is None else -p["hi"],
-                    "hi": None if p["lo"] is None else -p["lo"], "n": p["n"], "confidence": p["confidence"]}
-            keep = {k: p[k] for k in ("mean", "lo", "hi", "n", "confidence")}
+            sel = runs[(runs.N == N) & np.isclose(runs.eps.astype(float), e)]
+            if sel[sel.method == method].empty or sel[sel.method == corner].empty:
+                missing = method if sel[sel.method == method].empty else corner
+                raise ValueError(f"Figure 5 has no {missing!r} runs at N = {N}, ε = {e}")
+            a = _log(_per_rep(sel[sel.method == method], "excess", reps, method))
+            b = _log(_per_rep(sel[sel.method == corner], "excess", reps, corner))
+            p = paired(b, a)
+            flip = {"mean": None if p["mean"] is None else -p["mean"], "lo": None if p["hi"] is None else -p["hi"],
+                    "hi": None if p["lo"] is None else -p["lo"], "n": p["n"], "planned": p["planned"],
+                    "confidence": p["confidence"]}
+            keep = {k: p[k] for k in ("mean", "lo", "hi", "n", "planned", "confidence")}
             x = f"{np.exp(lim):g}"
             cells[f"N={N} ε={e:g}"] = {f"at most {x}× DP-SGD": keep, f"at least 1/{x} of DP-SGD": flip}
             # inside the margin: on par; wholly outside it: not; straddling it: unresolved (None)
             verdicts.append(None if p["lo"] is None else True if -lim < p["lo"] and p["hi"] < lim
                             else False if p["hi"] <= -lim or p["lo"] >= lim else None)
-            ratios.append(float(np.exp(-p["mean"])))
+            ratios.append(float(np.exp(-p["mean"])) if p["mean"] is not None else float("nan"))
     return {"cells": cells, "verdicts": verdicts, "ratios": ratios}
+
+
+def corner_name(corner: str) -> str:
+    """A DP-SGD corner of ``BRACKET`` in a few words: what T counts and the clip norm."""
+    from .experiments import BRACKET
+
+    how = BRACKET[corner]
+    return ("T epochs" if how["epochs"] else "T steps") + (", clip C" if how["clip"] == "C" else ", clip σ/2")
 
 
 def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = ON_PAR) -> dict:
@@ -496,19 +614,19 @@ def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = O
     when it lies wholly outside, unresolved when it straddles the margin. A corner is on par when
     every cell is, not on par when one cell is not.
 
-    The claims judge ``tight_equivalence_cells`` / ``parity_equivalence_cells`` ({corner: {cell:
-    {side: interval}}}) with margin -log(margin), where the corners agree: the paper does not say
-    which corner is its setting, so where some corners are not on par and others are (or are
-    unresolved), the unstated setting decides (``*_not_on_par_corners`` against ``bracket_corner_count``)."""
-    from .experiments import BRACKET
+    The claims judge the paper's NoisyHead against ``STANDARD_CORNER`` (``parity_standard_cells``:
+    the DP-SGD setting fixed before any run, T steps and max_grad_norm sigma/2) and the tightly
+    accounted one against every corner (``tight_equivalence_cells``, {corner: {cell: {side:
+    interval}}}), each with margin -log(margin); the other corners of the paper's NoisyHead are
+    shown beside its verdict (``parity_other_corners``)."""
+    from .experiments import BRACKET, STANDARD_CORNER
 
     absent = [c for c in ("method", "N", "eps", "rep", "excess") if c not in runs.columns]
     if absent:
         raise ValueError(f"the Figure 5 runs lack the column(s) {absent}")
     tight, lim = noisyhead(accountant), float(np.log(margin))
-    short = {k: ("T epochs" if BRACKET[k]["epochs"] else "T steps") + (", clip C" if BRACKET[k]["clip"] == "C"
-                                                                       else ", clip σ/2") for k in BRACKET}
-    out = {"bracket_margin": margin, "bracket_corner_count": len(BRACKET)}
+    short = {k: corner_name(k) for k in BRACKET}
+    out = {"bracket_margin": margin, "bracket_corner_count": len(BRACKET), "standard_corner": short[STANDARD_CORNER]}
     for key, method in (("tight", tight), ("parity", noisyhead())):
         corners, cells = {}, {}
         for corner in BRACKET:
@@ -518,8 +636,8 @@ def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = O
             corners[corner] = {"on_par_cells": sum(c is True for c in v), "cells": len(v),
                                "not_on_par_cells": sum(c is False for c in v),
                                "on_par_all": False if False in v else None if None in v else True,
-                               "median_ratio": float(np.median(ratios)), "min_ratio": float(min(ratios)),
-                               "max_ratio": float(max(ratios))}
+                               "median_ratio": float(np.nanmedian(ratios)), "min_ratio": float(np.nanmin(ratios)),
+                               "max_ratio": float(np.nanmax(ratios))}
         summary = {short[k]: f"{c['on_par_cells']}/{c['cells']} cells on par, {c['not_on_par_cells']} clearly not, "
                              f"NoisyHead/DP-SGD {c['min_ratio']:.3g}–{c['max_ratio']:.3g}"
                    for k, c in corners.items()}
@@ -533,39 +651,76 @@ def fig5_bracket(runs: pd.DataFrame, accountant: str, Ns, eps, margin: float = O
                         "bracket_on_par_corners": [k for k, c in corners.items() if c["on_par_all"] is True],
                         "bracket_decided": all(v is True for v in verdicts) or all(v is False for v in verdicts)})
         else:
-            out.update({"parity_bracket": corners, "parity_summary": summary})
+            out.update({"parity_bracket": corners, "parity_summary": summary,
+                        "parity_standard_cells": cells[short[STANDARD_CORNER]],
+                        "parity_other_corners": {k: s for k, s in summary.items() if k != short[STANDARD_CORNER]}})
     return out
 
 
 # ------------------------------------------------------------------------------------ Figure 6
-def fig6_news_text(gd: pd.DataFrame, dp: pd.DataFrame, Ts, n_articles: int) -> dict:
-    """``gd``/``dp``: ``summarise(text_curves(...), ["T"], "gd"/"noisyhead")``."""
+#: "continues to stabilize": past the threshold T*, GD's excess risk at the last T is at most this
+#: many times its excess at T* (the interval of log GD(T*) − log GD(last) above −log of it)
+GD_STABLE_RISE = 1.1
+
+
+def _text_setting(runs: pd.DataFrame, Ts, what: str) -> dict:
+    """One Figure 6 setting (``text_curves``' frame): the curves' description on every repetition,
+    NoisyHead's U on the split repetitions (``u_shape_cells``) and, on the same tested repetitions,
+    GD's log excess risk at T* minus at the last T (paired)."""
+    Ts = sorted(int(t) for t in Ts)
+    g = _series(summarise(runs, ["T"], "gd"), "T", Ts, f"non-private GD ({what})")
+    d = _series(summarise(runs, ["T"], "noisyhead"), "T", Ts, f"NoisyHead ({what})")
+    u = u_shape_cells(runs, "noisyhead", Ts, f"NoisyHead ({what})")
+    stable = None
+    if u:
+        reps = _reps(runs)
+        gd = {t: _log([_per_rep(runs, "gd", reps, f"non-private GD ({what})", T=t)[i] for i in u["test_index"]])
+              for t in (u["t_star"], Ts[-1])}
+        stable = paired(gd[u["t_star"]], gd[Ts[-1]])
+    return {**_u_shape(d, "t_argmin_noisyhead"), "gd_frac_decreasing": frac_decreasing(g),
+            "gd_last_over_first": float(g.iloc[-1] / g.iloc[0]),
+            "noisyhead_u_shape": u["cells"] if u else None, "t_star_noisyhead": u["t_star"] if u else None,
+            "t_star_split": _split_note(u), "gd_stable": stable}
+
+
+def fig6_news_text(runs: pd.DataFrame, fixed: pd.DataFrame, Ts, n_articles: int) -> dict:
+    """``runs``: ``text_curves(...)`` at the setting chosen because it shows the curves' shape;
+    ``fixed``: the same at the setting fixed before looking (Figure 3's constants). The chosen
+    setting's values under their own names, the fixed setting's with ``_fixed``; ``gd_stable``
+    holds GD's interval at both."""
     if n_articles < 1:
         raise ValueError(f"no articles were used (n_articles = {n_articles})")
-    g = _series(gd, "T", Ts, "non-private GD")
-    u = u_shape_cells(dp, Ts, "NoisyHead")
-    return {**_u_shape(_series(dp, "T", Ts, "NoisyHead"), "t_argmin_noisyhead"),
-            "gd_frac_decreasing": frac_decreasing(g), "gd_last_over_first": float(g.iloc[-1] / g.iloc[0]),
-            "articles": int(n_articles),
-            # intervals the claim judges: NoisyHead's excess falls to an interior T* and rises after it
-            "noisyhead_u_shape": u["cells"] if u else None, "t_star_noisyhead": u["t_star"] if u else None}
+    chosen = _text_setting(runs, Ts, "chosen setting")
+    at_fixed = _text_setting(fixed, Ts, "Figure 3's setting")
+    stable = {"chosen setting": chosen.pop("gd_stable"), "Figure 3's setting": at_fixed.pop("gd_stable")}
+    return {**chosen, **{f"{k}_fixed": v for k, v in at_fixed.items()}, "articles": int(n_articles),
+            "gd_stable": None if None in stable.values() else stable, "gd_stable_rise": GD_STABLE_RISE}
 
 
 # ------------------------------------------------------------------------------------ Table 1
-def table1_dp_ridge(summary: pd.DataFrame, paper: pd.DataFrame, Ns, eps, delta: float | None = None) -> dict:
-    """``summary``: ``summarise(low_dim_grid(..., dp_ridge=True), ["method", "N", "eps"], "excess")``;
-    ``paper``: ``reference.paper_values("table1")``. Ratios to the paper at the cells both have; with
-    ``delta``, both DP-ridge columns over the excess risk that DP-ridge's noise alone adds (the closed
-    form ``baselines.dp_ridge_noise_excess`` at the low-dimensional constants), which no DP-ridge run
+def table1_dp_ridge(runs: pd.DataFrame, paper: pd.DataFrame, Ns, eps, delta: float | None = None) -> dict:
+    """``runs``: ``low_dim_grid(..., dp_ridge=True)`` (NoisyHead and DP-ridge on the same data in
+    every repetition); ``paper``: ``reference.paper_values("table1")``. The gap per (N, eps) as the
+    paired interval of log10 NoisyHead − log10 DP-ridge over repetitions; each method's mean over
+    the paper's value as an interval (``mean_over``) at the cells both have; with ``delta``, both
+    DP-ridge columns over the excess risk that DP-ridge's noise alone adds (the closed form
+    ``baselines.dp_ridge_noise_excess`` at the low-dimensional constants), which no DP-ridge run
     can go below on average."""
+    summary = summarise(runs[runs["method"].isin([noisyhead(), DP_RIDGE])], ["method", "N", "eps"], "excess")
     nh_rows, dr_rows = _rows(summary, noisyhead()), _rows(summary, DP_RIDGE)
     nh = _table(nh_rows, "N", "eps", Ns, eps, "NoisyHead (basic)")
     dr = _table(dr_rows, "N", "eps", Ns, eps, "DP-ridge")
-    eps = list(dr.columns)
+    Ns, eps = list(dr.index), list(dr.columns)
+    _, x_nh = _grid_values(runs, noisyhead(), Ns, eps, "NoisyHead (basic)")
+    _, x_dr = _grid_values(runs, DP_RIDGE, Ns, eps, "DP-ridge")
     cmp_nh = reference.matched(nh_rows, paper, ["N", "eps"], "noisyhead_excess")
     cmp_dr = reference.matched(dr_rows, paper, ["N", "eps"], "dp_ridge_excess")
     return {
-        "min_log10_gap": float(np.log10((nh / dr).to_numpy()).min()),    # NoisyHead over DP-ridge, ours
+        "gap_cells": {f"N={N} ε={e:g}": paired(_log(x_nh[N, e], math.log10), _log(x_dr[N, e], math.log10))
+                      for N in Ns for e in eps},
+        "noisyhead_vs_paper_cells": _against(cmp_nh, x_nh),
+        "dpridge_vs_paper_cells": _against(cmp_dr, x_dr),
+        "min_log10_gap": float(np.log10((nh / dr).to_numpy()).min()),    # NoisyHead over DP-ridge, means
         "noisyhead_ratio_to_paper": _authors_ratios(cmp_nh, ["N", "eps"], digits=4),
         "dpridge_ratio_to_paper": _authors_ratios(cmp_dr, ["N", "eps"], digits=4),
         "max_abs_log10_noisyhead_vs_paper": _max_abs_log(cmp_nh, np.log10),
