@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from privtrans.book import dry
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 from privtrans.shared.mpc import cost_model, runner
 from privtrans.shared.mpc.meter import GROUPS, Meter
@@ -65,7 +66,7 @@ def run_jobs(jobs: list, seed: int = 0, timeout: float = 900.0) -> pd.DataFrame:
             if (m["bytes"], m["rounds"]) != (mb["bytes"], mb["rounds"]):
                 raise RuntimeError(f"parties disagree on communication of job {i} group {group}")
             rows.append(dict(job=i, kind=a["kind"], variant=a["variant"], n_new=a.get("n_new"), sweep=a.get("sweep"),
-                             arch="encdec" if "n_enc_layers" in a["sizes"] else "gpt",
+                             timing_round=a.get("timing_round"), arch="encdec" if "n_enc_layers" in a["sizes"] else "gpt",
                              layers=a["sizes"].get("n_layers"), group=group,
                              seconds=max(m["seconds"], mb["seconds"]), rounds=m["rounds"],
                              bytes=m["bytes"], calls=m["calls"]))
@@ -138,6 +139,31 @@ def labelled(t: pd.DataFrame, scale: float = 1.0) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 
 ENCODER, GENERATOR = "encoder (one pass)", "generator (greedy decoding)"
+
+
+def fig1_jobs(cfg: dict) -> list:
+    """Figure 1's runs: one encoder pass and one generation per timing round, interleaved (encode,
+    generate, encode, ...) so that a drift of the shared machine's load falls on both alike. Bytes and
+    rounds are the same in every round; the loopback seconds are not, and the rounds are the
+    repetitions the time-share claims are judged across."""
+    n = int(cfg["timing_rounds"])
+    if n < 2:
+        raise ValueError(f"Figure 1 needs at least two timing rounds to judge a time share, got timing_rounds={n!r}")
+    out = []
+    # a dry run keeps two rounds, as it keeps two paired seeds (and books the others)
+    for r in dry.seeds(list(range(n))):
+        out += [dict(kind="encode", variant=cfg["variant"], sizes=cfg["sizes"], length=cfg["enc_length"], timing_round=r),
+                dict(kind="generate", variant=cfg["variant"], sizes=cfg["sizes"], prefix=cfg["prefix"],
+                     n_new=cfg["n_new"], timing_round=r)]
+    return out
+
+
+def fig1_round_shares(df: pd.DataFrame) -> dict[int, pd.DataFrame]:
+    """{timing round: the share of each group in the encoder's and the generator's loopback seconds}
+    (``fig1_shares(...)["seconds"]`` of that round's two runs)."""
+    if "timing_round" not in df or df["timing_round"].isna().any():
+        raise ValueError("Figure 1's runs carry no timing round (make them with fig1_jobs)")
+    return {int(r): fig1_shares(g)["seconds"] for r, g in df.groupby("timing_round")}
 
 
 def fig1_shares(df: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -104,6 +104,43 @@ def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
     )
 
 
+#: Figure 1(c)'s "non-trivial time consumption" from embedding query and token sampling, read as
+#: Embed + Gen taking at least a quarter of generation's time (the donut's, read off, is about half)
+EMBED_GEN_NONTRIVIAL = 0.25
+
+
+def fig1_time_rounds(by_round: dict[int, pd.DataFrame]) -> dict:
+    """Figure 1(b, c)'s time claims across the timing rounds (``cost_experiments.fig1_round_shares``:
+    {round: time shares of the encoder pass and of generation}). Loopback seconds vary run to run,
+    so each round gives one reading of every share and the claims are judged on t intervals across
+    the rounds, never on one run: ``enc_nonlinear_time_share`` is the interval of the encoder's
+    Softmax + Act + Norm share (against 0: the claim's margin is the share it asks);
+    ``gen_time_balanced`` the intervals of the encoder's largest share − generation's (paired by
+    round) and of generation's Embed + Gen share − ``EMBED_GEN_NONTRIVIAL``."""
+    if len(by_round) < 2:
+        raise MissingResult(f"Figure 1's time shares need two timing rounds or more, got {sorted(by_round)}")
+    rounds = sorted(by_round)
+    for r in rounds:
+        _need(by_round[r].index, [C.ENCODER, C.GENERATOR], f"Figure 1 time shares of round {r}")
+    nonlinear = [_share(by_round[r], C.ENCODER, NONLINEAR) for r in rounds]
+    enc_largest = [float(by_round[r].loc[C.ENCODER].max()) for r in rounds]
+    gen_largest = [float(by_round[r].loc[C.GENERATOR].max()) for r in rounds]
+    embed_gen = [_share(by_round[r], C.GENERATOR, EMBED_GEN) for r in rounds]
+    n = len(rounds)
+    return dict(
+        timing_rounds=n,
+        enc_time_share_softmax_act_norm_by_round=nonlinear,
+        enc_time_share_largest_by_round=enc_largest,
+        gen_time_share_largest_by_round=gen_largest,
+        gen_time_share_embed_gen_by_round=embed_gen,
+        enc_nonlinear_time_share=paired_difference(nonlinear, [0.0] * n).as_dict(),
+        gen_time_balanced={
+            "largest share: encoder − generation": paired_difference(enc_largest, gen_largest).as_dict(),
+            f"Embed + Gen share − {EMBED_GEN_NONTRIVIAL}": paired_difference(embed_gen,
+                                                                            [EMBED_GEN_NONTRIVIAL] * n).as_dict()},
+    )
+
+
 def fig1a_speedups(encoder: dict, generation: dict) -> dict:
     """Figure 1(a) from ``cost_experiments.encoder_network_speedups`` (one BERT-base encoder pass)
     and ``network_speedups`` (GPT-2 generation): each variant's modelled speed-up over CrypTen on
@@ -435,7 +472,22 @@ def table3_quality(table: pd.DataFrame, tasks: list) -> dict:
 SINGLE_LABELS = {"only_er": "only-ER", "only_mm": "only-MM"}
 
 
-def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_metric: str = "BERTScore-proxy") -> dict:
+def _planned(df: pd.DataFrame, models, seeds, what: str) -> list[int]:
+    """The seeds a readout pairs over: ``seeds`` (the notebook's planned seeds) or, without them,
+    every seed any of ``models`` has a row at. A seed is never dropped because one model has no
+    value there: that model's value at it is None, and the interval counts it as a lost seed."""
+    have = sorted({int(s) for s in df[df.model.isin(list(models))].seed})
+    if seeds is None:
+        return have
+    planned = sorted(int(s) for s in seeds)
+    stray = sorted(set(have) - set(planned))
+    if stray:
+        raise MissingResult(f"{what}: rows at seeds {stray} that were not planned ({planned})")
+    return planned
+
+
+def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_metric: str = "BERTScore-proxy",
+                 seeds: list | None = None) -> dict:
     """Table 3's claims across student seeds, from ``quality_experiments.across_student_seeds``.
 
     ``single_closer``: per (task, only-ER or only-MM) the paired 95 % t interval across seeds of
@@ -445,39 +497,41 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_me
     and no re-training (one model, the same at every seed: the spread is MERGE's).
     ``merge_minus_mpcformer``: per task the interval across seeds of MERGE − MPCformer (sf2relu) on
     ``close_metric``, the same seed's two students paired (the claim: at most a small margin below).
-    A seed whose model diverged has no pair. ``distance_by_seed``: each row's |metric − teacher's|
-    per seed, the figure's numbers; ``chrf_by_seed`` and ``close_by_seed`` the compared scores."""
+    Every interval runs over the planned student ``seeds`` (default: every seed a student has a row
+    at): a seed whose model diverged (NaN) or has no row is a None in its list, kept in the
+    interval's ``planned`` count, so a claim cannot hold on the seeds that survived.
+    ``distance_by_seed``: each row's |metric − teacher's| per seed, the figure's numbers;
+    ``chrf_by_seed`` and ``close_by_seed`` the compared scores."""
     _need(df.task, tasks, "Table 3 across seeds: tasks")
+    seeds = _planned(df, Q.STUDENT_SEED_VARIANTS, seeds, "Table 3 across seeds")
     cells, recovers, close, by_seed, dist_by_seed, close_by_seed = {}, {}, {}, {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
         _need(d.model, ["teacher", "er_no_train", *Q.STUDENT_SEED_VARIANTS], f"Table 3 across seeds, {task}")
 
         def per_seed(v, col):
-            return dict(zip(d[d.model == v].seed, map(num, d[d.model == v][col])))
+            got = dict(zip((int(s) for s in d[d.model == v].seed), map(num, d[d.model == v][col])))
+            return [got.get(s) for s in seeds]
 
         (teacher,) = [num(x) for x in d[d.model == "teacher"][metric]]
         (er,) = [num(x) for x in d[d.model == "er_no_train"][metric]]
         per = {v: per_seed(v, metric) for v in Q.SINGLE_CHANGE_VARIANTS}
-        seeds = sorted(per["merge"])
-        dist = {v: [None if per[v].get(s) is None or teacher is None else abs(per[v][s] - teacher) for s in seeds]
-                for v in per}
-        by_seed[task] = {"teacher": teacher, "er_no_train": er, "seeds": [int(s) for s in seeds],
-                         **{v: [per[v].get(s) for s in seeds] for v in per}}
-        dist_by_seed[task] = {"seeds": [int(s) for s in seeds], **dist}
+        dist = {v: [None if x is None or teacher is None else abs(x - teacher) for x in per[v]] for v in per}
+        by_seed[task] = {"teacher": teacher, "er_no_train": er, "seeds": seeds, **per}
+        dist_by_seed[task] = {"seeds": seeds, **dist}
         for v, label in SINGLE_LABELS.items():
             cells[f"{task} / {label}"] = paired_difference(dist["merge"], dist[v]).as_dict()
-        recovers[task] = paired_difference([per["merge"][s] for s in seeds], [er] * len(seeds)).as_dict()
-        near = {v: per_seed(v, close_metric) for v in ("merge", Q.CLOSE_TO)}
-        close_by_seed[task] = {"seeds": [int(s) for s in seeds], **{v: [near[v].get(s) for s in seeds] for v in near}}
+        recovers[task] = paired_difference(per["merge"], [er] * len(seeds)).as_dict()
+        close_by_seed[task] = {"seeds": seeds, **{v: per_seed(v, close_metric) for v in ("merge", Q.CLOSE_TO)}}
         close[task] = paired_difference(close_by_seed[task]["merge"], close_by_seed[task][Q.CLOSE_TO]).as_dict()
-    return {"seeds": sorted({int(s) for s in df[df.model == "merge"].seed}),
+    return {"seeds": seeds, "n_seeds": len(seeds),
+            # the fewest seeds any interval has both values at (n_seeds is the planned count)
+            "n_paired_min": min(c["n"] for c in (*cells.values(), *recovers.values(), *close.values())),
             "single_closer": cells, "merge_recovers": recovers, "merge_minus_mpcformer": close,
-            "chrf_by_seed": by_seed, "close_by_seed": close_by_seed,
-            "distance_by_seed": dist_by_seed, "n_seeds": max((c["n"] for c in cells.values()), default=0)}
+            "chrf_by_seed": by_seed, "close_by_seed": close_by_seed, "distance_by_seed": dist_by_seed}
 
 
-def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
+def table3_teachers(df: pd.DataFrame, tasks: list, seeds: list | None = None) -> dict:
     """ER without re-training across teacher seeds, from ``quality_experiments.across_teacher_seeds``.
 
     Per task and teacher seed, the share of the teacher's own score that decoding it with ER loses,
@@ -485,16 +539,18 @@ def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
     n-gram column; ``chrf_lost`` and ``ngram_lost`` are the 95 % t intervals of those shares across
     the seeds (the claims: above the paper's reading of a collapse), ``bartproxy_falls`` the
     interval of teacher − ER on the BARTScore-proxy (only the direction: its scale is not
-    BARTScore's). Each seed's teacher and its ER decoding are a pair: the spread is the teachers'."""
+    BARTScore's). Each seed's teacher and its ER decoding are a pair: the spread is the teachers'.
+    Every interval runs over the planned teacher ``seeds`` (default: every seed with a row): a
+    teacher that diverged, or that scores 0 (nothing to lose), is a lost seed, kept in the count."""
     _need(df.task, tasks, "Table 3 across teacher seeds: tasks")
+    seeds = _planned(df, ("teacher", "er_no_train"), seeds, "Table 3 across teacher seeds")
     chrf, ngram, bart, by_seed, lost_by_seed = {}, {}, {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
         _need(d.model, ["teacher", "er_no_train"], f"Table 3 across teacher seeds, {task}")
-        seeds = sorted(int(s) for s in d[d.model == "teacher"].seed)
 
         def scores(model, metric):
-            got = dict(zip(d[d.model == model].seed, map(num, d[d.model == model][metric])))
+            got = dict(zip((int(s) for s in d[d.model == model].seed), map(num, d[d.model == model][metric])))
             return [got.get(s) for s in seeds]
 
         def lost(metric):
@@ -506,7 +562,7 @@ def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
         ngram[task] = {m: paired_difference(lost(m), zeros).as_dict() for m in NGRAM}
         bart[task] = paired_difference(scores("teacher", "BARTScore-proxy"), scores("er_no_train", "BARTScore-proxy")).as_dict()
         by_seed[task] = {"seeds": seeds, "teacher": scores("teacher", "chrF++"), "ER (no train)": scores("er_no_train", "chrF++")}
-    return {"seeds": sorted({int(s) for s in df.seed}), "tasks": list(tasks),
+    return {"seeds": seeds, "tasks": list(tasks),
             "chrf_lost": chrf, "ngram_lost": ngram, "bartproxy_falls": bart, "chrf_by_seed": by_seed,
             "chrf_lost_by_seed": lost_by_seed,
             # the means the intervals are about, per task (and metric), to show beside the claims
@@ -515,7 +571,9 @@ def table3_teachers(df: pd.DataFrame, tasks: list) -> dict:
             # the smallest mean share lost over the cells: the value each claim shows
             "min_chrf_lost": strict(min, [c["mean"] for c in chrf.values()]),
             "min_ngram_lost": strict(min, [c["mean"] for t in ngram.values() for c in t.values()]),
-            "n_seeds": min((c["n"] for c in chrf.values()), default=0)}
+            "n_seeds": len(seeds),
+            # the fewest teacher seeds any chrF++ interval has a value at (n_seeds is the planned count)
+            "n_paired_min": min((c["n"] for c in chrf.values()), default=0)}
 
 
 def _noise_readout(g: pd.DataFrame, metric: str) -> dict:
@@ -529,7 +587,7 @@ def _noise_readout(g: pd.DataFrame, metric: str) -> dict:
 
 
 def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
-                         metrics=("chrF++", "ROUGE-L")) -> dict:
+                         metrics=("chrF++", "ROUGE-L"), seeds: list | None = None) -> dict:
     """Figure 5 from ``quality_experiments.robustness_tasks``.
 
     The figure's seed (the sweep's first): per task, model and metric the clean score, the score at
@@ -538,10 +596,16 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
     ``more_robust``, per (task, noise-trained model) the paired 95 % t interval of the teacher's
     relative chrF++ drop − the model's (positive: the model loses the smaller share), the teacher and
     the model of one seed decoded with that seed's noise; a drop from a clean score of 0 is undefined
-    and leaves its seed unpaired. ``rel_drop_by_seed``: the compared drops."""
+    and is a lost seed of that pair, as is a seed with no noise-free run; every interval runs over the
+    planned ``seeds`` (default: every seed in the sweep) and keeps them in its count.
+    ``rel_drop_by_seed``: the compared drops."""
     _need(variants, ["teacher"], "Figure 5 variants")
     sweep = sweep if "seed" in sweep else sweep.assign(seed=0)
     first = sweep.seed.min()
+    planned = sorted({int(s) for s in sweep.seed}) if seeds is None else sorted(int(s) for s in seeds)
+    stray = sorted({int(s) for s in sweep.seed} - set(planned))
+    if stray:
+        raise MissingResult(f"Figure 5: runs at seeds {stray} that were not planned ({planned})")
     rec, by_seed, more = {}, {}, {}
     for t in tasks:
         rec[t], drops = {}, {}
@@ -552,8 +616,7 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
             rec[t][v] = {m: _noise_readout(g[g.seed == first].sort_values("noise"), m) for m in metrics}
             drops[v] = {int(s): _noise_readout(gs.sort_values("noise"), "chrF++")["rel_drop"]
                         for s, gs in g.groupby("seed") if gs.noise.min() == 0}
-        seeds = sorted(drops["teacher"])
-        by_seed[t] = {"seeds": seeds, **{v: [drops[v].get(s) for s in seeds] for v in variants}}
+        by_seed[t] = {"seeds": planned, **{v: [drops[v].get(s) for s in planned] for v in variants}}
         for v in variants:
             if v != "teacher":
                 more[f"{t} / {VARIANT_LABELS.get(v, v)}"] = paired_difference(by_seed[t]["teacher"], by_seed[t][v]).as_dict()
@@ -565,7 +628,7 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
     trained = [(t, v) for t in tasks for v in variants if v != "teacher"]
     mid = lambda t, v: rec[t][v]["chrF++"]["mid_mean"]  # noqa: E731
     return dict(
-        seeds=sorted({int(s) for s in sweep.seed}),
+        seeds=planned,
         readout=rec,
         chrf_clean_and_noisiest={t: {v: [rec[t][v]["chrF++"]["clean"], rec[t][v]["chrF++"]["max_noise"]]
                                      for v in variants} for t in tasks},
@@ -575,7 +638,9 @@ def fig5_embedding_noise(sweep: pd.DataFrame, tasks: list, variants: list,
         n_er_trained=len(trained),
         more_robust=more,
         rel_drop_by_seed=by_seed,
-        n_seeds=max((c["n"] for c in more.values()), default=0),
+        n_seeds=len(planned),
+        # the fewest seeds any pair has both drops at (n_seeds is the planned count)
+        n_paired_min=min((c["n"] for c in more.values()), default=0),
         only_er_mid_ge_teacher={t: None if None in (mid(t, "only_er"), mid(t, "teacher"))
                                 else mid(t, "only_er") >= mid(t, "teacher") for t in tasks}
         if "only_er" in variants else {},

@@ -10,9 +10,24 @@ from __future__ import annotations
 import pandas as pd
 
 from privtrans.book.paired import paired_difference
-from privtrans.book.readouts import mean, num, ratio
+from privtrans.book.readouts import mean, num, ratio, strict
 
 from .attention import FREEDIV
+
+
+def _key(variant: str) -> str:
+    """A normaliser's name as a recorded key: claims read keys as attributes, which cannot start
+    with a digit ("2quad_freediv" -> "quad2_freediv", "2relu" -> "relu2")."""
+    head, sep, tail = variant.partition("_")
+    if head[:1].isdigit():
+        head = head[1:] + head[0]
+    return head + sep + tail
+
+
+def _worst_over_softmax(at, ns, variants) -> dict:
+    """{normaliser key: its largest LAN-model time over Softmax's at any n}: "faster than Softmax at
+    every n" is each below 1 (times from exact rounds and bytes)."""
+    return {_key(v): strict(max, [ratio(at(n, v), at(n, "softmax")) for n in ns]) for v in variants if v != "softmax"}
 
 
 def _at(df, parties, n, variant, col):
@@ -33,6 +48,8 @@ def table1_attention_cost(df: pd.DataFrame, closed: pd.DataFrame) -> dict:
         out[f"all_cheaper_than_softmax_{tag}"] = bool(all(
             _at(d, parties, n, v, "LAN s") < _at(d, parties, n, "softmax", "LAN s")
             for n in d.n.unique() for v in d.variant.unique() if v != "softmax"))
+        out[f"worst_lan_over_softmax_{tag}"] = _worst_over_softmax(
+            lambda n, v: _at(d, parties, n, v, "LAN s"), sorted(d.n.unique()), list(d.variant.unique()))
         out[f"n_max_{tag}"] = nmax
         out[f"rounds_{tag}"] = {v: _at(d, parties, nmax, v, "rounds") for v in d.variant.unique()}
         out[f"lan_speedup_{tag}"] = {v: ratio(_at(d, parties, nmax, "softmax", "LAN s"), _at(d, parties, nmax, v, "LAN s"))
@@ -128,19 +145,42 @@ COLLAPSED_BELOW = 0.55
 LEARNED_ACCURACY, LEARNED_CORRELATION = 0.55, 0.1
 
 
+def _per_seed(what: str, values: list, seeds: list) -> list:
+    """One value per planned seed (None for a missing or NaN one: a lost seed the interval counts);
+    a list of another length is an error, never a silently shorter pairing."""
+    if len(values) != len(seeds):
+        raise ValueError(f"{what}: {len(values)} values for the {len(seeds)} planned seeds {list(seeds)}")
+    return [num(v) for v in values]
+
+
+def _learned(metric, regression: bool = False) -> bool | None:
+    """Did a model learn a task: accuracy 5 points over chance (two classes), or correlation > 0.1."""
+    m = num(metric)
+    return None if m is None else bool(m > (LEARNED_CORRELATION if regression else LEARNED_ACCURACY))
+
+
 def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds: list[int]) -> dict:
     """Tables 2, 3, 6: accuracy before/after distillation (mean over seeds) and LAN-model speed-ups
     vs Softmax+GeLU; the accuracy claims as paired 95 % intervals across the seeds.
 
     ``teacher_metrics``: one per seed; ``students``: {"att+act": [{"before", "after_stage2", ...} per
-    seed]}; ``costs``: {"att+act": meter summary} (cost does not depend on the weights).
+    seed]}; ``costs``: {"att+act": meter summary} (cost does not depend on the weights). Every list
+    holds one value per planned seed (a missing one is a lost seed, counted by the intervals).
+
+    The gates: ``teacher_learned`` (the teachers' mean accuracy is 5 points over chance) for claims
+    that compare students with a level, not with the teacher; ``others_learned`` (some distilled
+    student other than the converted model beats chance) for the claim that compares the converted
+    model with its teacher, which must not be gated on the teacher it compares.
     """
+    teacher_metrics = _per_seed("teacher metrics", teacher_metrics, seeds)
     base = lan_seconds(costs["softmax+gelu"]["Total"])
     speed = {k: ratio(base, lan_seconds(c["Total"])) for k, c in costs.items()}
     loop = {k: ratio(costs["softmax+gelu"]["Total"]["seconds"], c["Total"]["seconds"]) for k, c in costs.items()}
     best = "2quad_freediv+quad"
-    after = {k: [num(v["after_stage2"]) for v in runs] for k, runs in students.items()}
-    before = {k: [num(v["before"]) for v in runs] for k, runs in students.items()}
+    after = {k: _per_seed(f"{k} after distillation", [v["after_stage2"] for v in runs], seeds)
+             for k, runs in students.items()}
+    before = {k: _per_seed(f"{k} before distillation", [v["before"] for v in runs], seeds)
+              for k, runs in students.items()}
     g = costs[best]
     nonlin = {grp: lan_seconds(g[grp]) for grp in ("Softmax", "Norm", "Act") if grp in g}
     total = lan_seconds(g["Total"])
@@ -151,7 +191,11 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
         "after_stage1": {k: mean([v.get("after_stage1") for v in runs]) for k, runs in students.items()},
         "speedup_lan": speed, "speedup_loopback": loop,
         "best_speedup_lan": speed.get(best),
-        "best_minus_teacher": None if best not in after else mean([a - t for a, t in zip(after[best], teacher_metrics)]),
+        "best_minus_teacher": None if best not in after else mean(
+            [None if None in (a, t) else a - t for a, t in zip(after[best], teacher_metrics)]),
+        "teacher_learned": _learned(mean(teacher_metrics)),
+        # a student that beats chance learned what its teacher knew: the task could be transferred here
+        "others_learned": any(_learned(mean(v)) for k, v in after.items() if k != best),
         # "keeps the original's accuracy within about a point": student - teacher above -1 point
         "kept": None if best not in after else paired_difference(after[best], teacher_metrics, margin=KEPT_MARGIN).as_dict(),
         # the same, two-sided (an equivalence test as two one-sided intervals, each against -1 point):
@@ -212,32 +256,40 @@ def table4_5_tasks(teachers: dict, students: dict, seeds: list[int]) -> dict:
 
     ``teachers``: {task: [teacher dict per seed]}; ``students``: {task: {"att+act": [student dict per seed]}}.
     """
-    metric = {k: mean([t["metric"] for t in ts]) for k, ts in teachers.items()}
+    tm = {k: _per_seed(f"task {k!r}: teachers", [t["metric"] for t in ts], seeds) for k, ts in teachers.items()}
+    metric = {k: mean(v) for k, v in tm.items()}
     regression = {k: _regression(ts) for k, ts in teachers.items()}
     # a teacher "learned" its task: accuracy 5 points over chance (0.5), or correlation > 0.1
-    learned = {k: bool(metric[k] > (LEARNED_CORRELATION if regression[k] else LEARNED_ACCURACY)) for k in teachers}
+    learned = {k: _learned(metric[k], regression[k]) for k in teachers}
     out = {"seeds": list(seeds), "n_seeds": len(seeds), "teacher": metric, "before": {}, "after": {}, "raises": {},
-           "raises_interval": {}, "near_chance": {}, "teachers_learned": learned, "conversion_seconds": {},
-           "examples_x_epochs": {}, "freediv_gelu_minus_teacher": {}, "freediv_gelu_before_minus_teacher": {}}
+           "raises_interval": {}, "near_chance": {}, "teachers_learned": learned, "quad_students_learned": {},
+           "conversion_seconds": {}, "examples_x_epochs": {}, "freediv_gelu_minus_teacher": {},
+           "freediv_gelu_before_minus_teacher": {}}
     for task, ss in students.items():
-        out["before"][task] = {k: mean([s["before"] for s in runs]) for k, runs in ss.items()}
-        out["after"][task] = {k: mean([s["after_stage2"] for s in runs]) for k, runs in ss.items()}
-        out["raises"][task] = {k: paired_difference([s["after_stage2"] for s in runs], [s["before"] for s in runs]).as_dict()
-                               for k, runs in ss.items() if k.endswith("+quad")}
+        if task not in tm:
+            raise ValueError(f"task {task!r} has students but no teachers (tasks with teachers: {sorted(tm)})")
+        before = {k: _per_seed(f"task {task!r}: {k} before", [s["before"] for s in runs], seeds) for k, runs in ss.items()}
+        after = {k: _per_seed(f"task {task!r}: {k} after", [s["after_stage2"] for s in runs], seeds) for k, runs in ss.items()}
+        out["before"][task] = {k: mean(v) for k, v in before.items()}
+        out["after"][task] = {k: mean(v) for k, v in after.items()}
+        out["raises"][task] = {k: paired_difference(after[k], before[k]).as_dict() for k in ss if k.endswith("+quad")}
+        # some distilled Quad student beats chance: the teacher had the task to transfer (the gate of
+        # the claims that compare a student with that teacher, which cannot read the teacher itself)
+        out["quad_students_learned"][task] = any(_learned(out["after"][task][k], regression.get(task, False))
+                                                 for k in ss if k.endswith("+quad"))
         # the table's compact form: [mean, lo, hi] of after − before per Quad student
         out["raises_interval"][task] = {k: [p["mean"], p["lo"], p["hi"]] for k, p in out["raises"][task].items()}
         if not regression.get(task, False):
             # near chance before distillation, per Quad student: the interval of 0.56 − accuracy
-            out["near_chance"][task] = {k: paired_difference([NEAR_CHANCE] * len(runs), [s["before"] for s in runs]).as_dict()
-                                        for k, runs in ss.items() if k.endswith("+quad")}
+            out["near_chance"][task] = {k: paired_difference([NEAR_CHANCE] * len(seeds), before[k]).as_dict()
+                                        for k in ss if k.endswith("+quad")}
         # Softmax-freeDiv + GeLU against its own seed's teacher (Softmax + GeLU): after distillation
         # (within 2 points) and before it (within 1 point): paired intervals of student − teacher
-        fd, tm = ss.get(FREEDIV_GELU), [t["metric"] for t in teachers.get(task, [])]
-        if fd and len(tm) == len(fd):
+        if FREEDIV_GELU in ss:
             out["freediv_gelu_minus_teacher"][task] = paired_difference(
-                [s["after_stage2"] for s in fd], tm, margin=FREEDIV_AFTER_MARGIN).as_dict()
+                after[FREEDIV_GELU], tm[task], margin=FREEDIV_AFTER_MARGIN).as_dict()
             out["freediv_gelu_before_minus_teacher"][task] = paired_difference(
-                [s["before"] for s in fd], tm, margin=FREEDIV_BEFORE_MARGIN).as_dict()
+                before[FREEDIV_GELU], tm[task], margin=FREEDIV_BEFORE_MARGIN).as_dict()
         runs = ss.get("2quad_freediv+quad")
         if runs:
             out["conversion_seconds"][task] = mean([s["seconds"] for s in runs])
@@ -282,6 +334,10 @@ def table1_spu(df: pd.DataFrame) -> dict:
                                                                           at(n, "2quad", "LAN s")) for n in ns}
         out[f"spu_softmax_freediv_beats_2quad_{tag}"] = bool(all(at(n, "softmax_freediv", "LAN s") < at(n, "2quad", "LAN s")
                                                                  for n in ns))
+        out[f"spu_worst_lan_over_softmax_{tag}"] = _worst_over_softmax(lambda n, v: at(n, v, "LAN s"), ns,
+                                                                       list(d.variant.unique()))
+        out[f"spu_max_softmax_freediv_over_2quad_lan_{tag}"] = strict(
+            max, out[f"spu_softmax_freediv_over_2quad_lan_{tag}"].values())
         out[f"spu_lan_speedup_{tag}"] = {v: ratio(at(nmax, "softmax", "LAN s"), at(nmax, v, "LAN s"))
                                          for v in d.variant.unique() if v != "softmax"}
     out["spu_max_abs_error"] = num(df.max_abs_error.max())
