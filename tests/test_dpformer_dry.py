@@ -1,5 +1,5 @@
-"""The dry run (privtrans.book.dry) in the DPFormer chapter: the training loops (train_run,
-train_together) and the timing loops (efficiency) run their first step(s) only and book the full
+"""The dry run (privtrans.book.dry) in the DPFormer chapter: the training loop (train_run) and the
+timing loops (efficiency) run their first step(s) only and book the full
 length; outside a dry run they run in full, unchanged."""
 
 import pytest
@@ -45,14 +45,6 @@ def test_train_run_in_a_dry_run_runs_one_step_and_books_all(tiny, whole, dry_run
     assert rep["loops"]["train steps"] == {"runs": 1, "kept": 1, "full": full}
     assert rep["loops_full_seconds"] >= rep["loops_seconds"] > 0
     assert r["train_loss"][0] == whole["train_loss"][0]  # the same first step: same RNG draws, same order
-
-
-def test_train_together_in_a_dry_run_runs_one_step(tiny, dry_run):
-    spec = _spec()
-    out = train.train_together(spec, tiny, [0, 1], device="cpu")
-    assert [len(r["train_loss"]) for r in out] == [1, 1] and [len(r["curve"]) for r in out] == [1, 1]
-    assert dry.report(1.0)["loops"]["train steps (seeds together)"] == {"runs": 1, "kept": 1,
-                                                                        "full": _total(tiny, spec)}
 
 
 def test_timing_loops_keep_two_repeats_and_one_step_in_a_dry_run(dry_run):

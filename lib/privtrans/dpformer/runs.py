@@ -48,50 +48,11 @@ def cached_run(cache: RunCache, spec: train.RunSpec, split: Split, data: SeqData
     return {**result, "cached": hit}
 
 
-# Whether cached_runs trains a group's missing seeds together when not told. Off: measured on the
-# book's CPU (benchmarks/seeds_together_dpformer.py, one torch thread, k = 5, ci settings) the
-# vectorised runs are exact but slower than the runs apart: DP-SGD 2-3x slower (per-sample gradients
-# by vmap materialise k·B·|θ| numbers where Phantom Clipping builds none), non-private about as fast
-# or slower (the batched embedding/tied-head backward under vmap). Turn on where that changes.
-TOGETHER_BY_DEFAULT = False
-
-
 def cached_runs(cache: RunCache, spec: train.RunSpec, seeds, split: Split, data: SeqData | str, device=None,
-                log=None, together: bool | None = None) -> list[dict]:
-    """``[cached_run(cache, spec.with_(seed=s), ...) for s in seeds]``, the seeds the cache lacks trained
-    together as one vectorised model (:func:`privtrans.dpformer.train.train_together`, equal to the
-    runs apart to float tolerance) and stored each under exactly the key :func:`cached_run` uses, so
-    a later single call is a hit. One missing seed, or a setting :func:`train.together_supported`
-    refuses, is trained apart as before. Hits and misses are counted per seed, as ``cached_run`` does.
-    ``together``: None means :data:`TOGETHER_BY_DEFAULT`; False trains every missing seed apart.
-    """
-    together = TOGETHER_BY_DEFAULT if together is None else together
+                log=None) -> list[dict]:
+    """``[cached_run(cache, spec.with_(seed=s), ...) for s in seeds]``."""
     fp = data if isinstance(data, str) else data.fingerprint()
-    seeds = [int(s) for s in seeds]
-    specs = [spec.with_(seed=s) for s in seeds]
-    parts = [{"spec": s.as_dict(), "data": fp} for s in specs]
-    keys = [cache.key(p, code=TRAINING_MODULES) for p in parts]
-    found = [cache.get(spec.method, k) for k in keys]
-    missing = [i for i, r in enumerate(found) if r is None]
-    todo = sorted({seeds[i] for i in missing})  # a repeated seed is trained once
-    if not together or len(todo) < 2 or not train.together_supported(spec, device):
-        return [cached_run(cache, s, split, fp, device=device, log=log) for s in specs]
-    made = dict(zip(todo, train.train_together(spec, split, todo, device=device, log=log)))
-    out = []
-    for i, s in enumerate(seeds):
-        if found[i] is not None:
-            cache.hits += 1
-            out.append({**found[i], "cached": True})
-            continue
-        result = {**made[s], "data": fp}
-        if i == seeds.index(s):
-            cache.misses += 1
-            cache.put(spec.method, keys[i], result, parts[i])
-            out.append({**result, "cached": False})
-        else:  # the same seed asked twice: the second is a hit, as with cached_run
-            cache.hits += 1
-            out.append({**result, "cached": True})
-    return out
+    return [cached_run(cache, spec.with_(seed=int(s)), split, fp, device=device, log=log) for s in seeds]
 
 
 def train_missing(cache: RunCache, specs, split: Split, data: SeqData | str, device=None, progress=None) -> int:
