@@ -9,7 +9,10 @@ only the number of steps differs, so the ratios are those of a full run. One tor
 is timed in this process, one after another, so load on a shared machine affects every column (run
 it twice and compare). The target of the issue: ``together`` at k = 5 at most 2 × ``one``.
 
-``floor`` (see ``seeds_together.py``): one ``fit`` on the features repeated k times at k × the batch.
+``floor``: one ``fit`` on the features repeated k times at k × the batch (the same steps, each with k
+seeds' arithmetic and one seed's per-operation overhead). Training k seeds does at least that
+arithmetic, so ``floor / one`` is about the least ``together / one`` can be here: a target well below
+it is out of reach of vectorising, on this machine.
 
 Usage: .venv/bin/python benchmarks/seeds_together_taft.py [--k 5] [--epochs 2] [--methods taft,nlft,fc]
 """

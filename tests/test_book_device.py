@@ -90,17 +90,6 @@ def test_mpc_attention_teacher_and_distillation_on_cuda_equal_the_cpu():
     assert runs["cuda"][2]["after_stage2"] == pytest.approx(runs["cpu"][2]["after_stage2"], abs=0.02)
 
 
-@cuda
-def test_mpc_attention_seeds_together_on_cuda_equal_the_cpu():
-    from privtrans.mpc_attention import train
-
-    s, task, cfg = _mpc_task()
-    got = {dev: train.train_teachers_together([task, task], cfg, 1, lr=s["teacher_lr"], seeds=[0, 1], device=dev)[0]
-           for dev in ("cpu", "cuda")}
-    for a, b in zip(got["cpu"], got["cuda"]):
-        _close(a.state_dict(), b.state_dict())
-
-
 def _taft():
     from privtrans.taft import finetune as FT
     from privtrans.taft.vit import ViT, ViTConfig

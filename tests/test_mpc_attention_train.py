@@ -185,10 +185,6 @@ def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dr
     assert loops["distillation stage 1 epochs"] == {"runs": 1, "kept": 1, "full": KW["epochs1"]}
     assert loops["distillation stage 2 epochs"] == {"runs": 1, "kept": 1, "full": KW["epochs2"]}
     assert loops["distillation stage 2 batches"] == {"runs": 1, "kept": 1, "full": n_batches}
-    # seeds together: one stacked step of each seed's sequence
-    dry_run.reset()
-    train.train_teachers_together([task, task], cfg, 2, lr=S["teacher_lr"], seeds=[4, 5])
-    assert dry_run.report(1.0)["loops"]["steps of seeds together"] == {"runs": 1, "kept": 1, "full": 2 * n_batches}
 
 
 def test_students_go_to_the_fewest_jobs_of_even_size_in_order():

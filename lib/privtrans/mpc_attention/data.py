@@ -19,8 +19,8 @@ Tokeniser: lower-cased regex words, vocabulary from the training split (no pretr
 exists offline; the paper's WordPiece model is BERT-Base-Cased's).
 
 Vocabulary size: the same for every seed of one (task, settings), so that the seeds' encoders have
-one shape and can be trained together as one vectorised model (``train.train_teachers_together``,
-issue 21). Each seed's words still come from its own training split (no dev word gets its own
+one shape (made for a vectorised trainer of several seeds, since deleted: one shape keeps the
+recorded runs as they are). Each seed's words still come from its own training split (no dev word gets its own
 embedding, as before), but their number is that of a *reference* draw, ``REFERENCE_SEED``'s
 training split, whatever the run's seed (``vocab_rows``): a seed whose split has more words keeps
 its most frequent ones (the dropped words are its rarest kept ones, two occurrences, and become

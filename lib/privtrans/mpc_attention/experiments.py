@@ -7,15 +7,9 @@ the chapter's accuracy claims compare them on paired seeds (``privtrans.book.pai
 Softmax + GeLU teacher and fits f(n) on its training-split denominators: over all layers (the
 paper) and per layer and head (its future work). Keys hold the settings a run reads, the key of the teacher a student starts from, and the source of the code (this module and all it imports).
 
-Seeds together (issue 21): ``converted`` trains the seeds that the cache lacks of one teacher group
-(task, settings) and of one student group (task, attention, activation, per_head) as one vectorised
-model (``train.train_teachers_together`` / ``train.distill_together``, equal per seed to the single
-runs to float tolerance) and stores every seed under the key the single ``teacher`` / ``student``
-use, so a later single call is a cache hit. A seed's "seconds" is then the group's wall time divided
-by the number of seeds trained together (``group_seconds``, ``seeds_together`` beside it).
-Off by default (``TOGETHER``, measured: no gain at ci); teachers then go one per seed to every core, and
-students in jobs per task and seed (``students_of_teacher``: up to ``STUDENTS_PER_JOB`` students, in jobs of
-even size, share each batch's teacher forward, ``train.distill_group``).
+Teachers go one per seed to every core, and students in jobs per task and seed
+(``students_of_teacher``: up to ``STUDENTS_PER_JOB`` students, in jobs of even size, share each
+batch's teacher forward, ``train.distill_group``).
 """
 
 from __future__ import annotations
@@ -32,13 +26,7 @@ from .attention import FREEDIV
 
 # the code of a cached run: this module and every privtrans module it imports (runcache.source_fingerprint)
 CODE = (__name__,)
-# converted(): the missing seeds of a group as one vectorised model. Off: measured at ci (one torch
-# thread, k = 5, benchmarks/seeds_together_mpc_attention.py) 5 seeds together cost 4.8-4.9x one seed
-# in CPU time, about what 5 runs apart cost: this encoder's step is arithmetic (matrix multiplies,
-# element-wise ops), not per-operation overhead, so stacking saves nothing, and one group per task
-# would use one of the two cores where the runs apart use both. It pays at smoke sizes only.
-TOGETHER = False
-# converted() without TOGETHER: the students of one task and seed share each batch's teacher forward
+# converted(): the students of one task and seed share each batch's teacher forward
 # (train.distill_group), up to this many per job, in jobs of even size (``student_chunks``): Table 4's
 # five fit one job, `paper`'s nine of tables 2-6 go 5 + 4; a student in a group costs about 0.8 of a lone run
 STUDENTS_PER_JOB = 5
@@ -121,28 +109,6 @@ def _missing(cache: RunCache, kind: str, parts: list[dict]) -> list[int]:
     return [i for i, p in enumerate(parts) if cache.get(kind, cache.key(p, CODE)) is None]
 
 
-def teachers_together(name: str, s: dict, seeds: list[int]) -> None:
-    """Train the teachers of ``seeds`` that the cache lacks as one vectorised model and store each
-    under ``teacher(name, s, seed)``'s key."""
-    torch.set_num_threads(1)
-    s = teacher_settings(s)
-    cache = RunCache("mpc_attention")
-    parts = [_teacher_parts(name, s, sd) for sd in seeds]
-    todo = _missing(cache, "teacher", parts)
-    if len(todo) < 2:
-        for i in todo:
-            teacher(name, s, seeds[i])
-        return
-    tasks = [load_task(name, s, seeds[i]) for i in todo]
-    cfg = model_config(tasks[0], s)
-    models, secs = train.train_teachers_together(tasks, cfg, s["teacher_epochs"], lr=s["teacher_lr"],
-                                                 seeds=[seeds[i] for i in todo])
-    for i, task, model in zip(todo, tasks, models):
-        out = _teacher_record(model, task, s, secs / len(todo))
-        out.update(group_seconds=secs, seeds_together=len(todo))
-        cache.put("teacher", cache.key(parts[i], CODE), out, parts[i])
-
-
 def teacher_model(t: dict) -> encoder.TinyEncoder:
     m = encoder.TinyEncoder(encoder.EncoderConfig(**t["cfg"]))
     m.load_state_dict(t["state"])
@@ -173,28 +139,6 @@ def student(name: str, s: dict, seed: int, attention: str, activation: str, per_
     return RunCache("mpc_attention").get_or_make("student", parts, make, code=CODE)[0]
 
 
-def students_together(name: str, s: dict, seeds: list[int], attention: str, activation: str,
-                      per_head: bool = False) -> None:
-    """Distil the students of ``seeds`` that the cache lacks as one vectorised model (each from its
-    own seed's cached teacher) and store each under ``student(...)``'s key."""
-    torch.set_num_threads(1)
-    cache = RunCache("mpc_attention")
-    parts = [_student_parts(name, s, sd, attention, activation, per_head) for sd in seeds]
-    todo = _missing(cache, "student", parts)
-    if len(todo) < 2:
-        for i in todo:
-            student(name, s, seeds[i], attention, activation, per_head)
-        return
-    tasks = [load_task(name, s, seeds[i]) for i in todo]
-    pairs = [_converted_student(teacher(name, s, seeds[i]), attention, activation, per_head) for i in todo]
-    before = [train.metric(st, task.dev) for (_, st), task in zip(pairs, tasks)]
-    rs = train.distill_together([tm for tm, _ in pairs], [st for _, st in pairs], tasks, s["epochs1"], s["epochs2"],
-                                lr1=s["lr1"], lr2=s["lr2"], seeds=[seeds[i] for i in todo])
-    for i, (_, st), b, r in zip(todo, pairs, before, rs):
-        out = {"before": b, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
-        cache.put("student", cache.key(parts[i], CODE), out, parts[i])
-
-
 def students_of_teacher(name: str, s: dict, seed: int, combos, per_head: bool = False) -> None:
     """Distil the students of ``combos`` that the cache lacks for one task and seed in one pass over
     the batches (``train.distill_group``: each batch's teacher forward computed once; every student's
@@ -220,13 +164,14 @@ def _without_weights(run: dict) -> dict:
     return {k: v for k, v in run.items() if k != "state"}
 
 
+# One process per seed, not the seeds of a task as one vectorised model: that was exact but gained
+# nothing at ci (one torch thread, 5 seeds): 4.7x one seed for a teacher and 5.1x for a
+# distillation, against a floor (one model on the data repeated 5 times) of 4.4x and 4.7x, as this
+# encoder's step is arithmetic, not per-operation overhead; and one group per task would use one of
+# the two cores (`git log -S distill_together` finds that trainer).
 def teachers(tasks, s: dict, seeds: list[int], progress=None) -> dict:
-    """{task: [teacher per seed]}: the teachers the cache lacks trained on every core (with
-    ``TOGETHER``, one call per task trains its missing seeds together), then read back in order."""
-    if TOGETHER:
-        workers.in_parallel([partial(teachers_together, t, s, list(seeds)) for t in tasks], progress=progress)
-    else:
-        workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
+    """{task: [teacher per seed]}: the teachers the cache lacks trained on every core, then read back in order."""
+    workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
     return {t: [teacher(t, s, sd) for sd in seeds] for t in tasks}
 
 
@@ -238,13 +183,9 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
     without its weights (``student`` has them): the tables read its metrics, and at paper 10 schemes
     x 10 seeds of BERT-Base weights would hold 36 GB."""
     teachers(tasks, s, seeds, progress)
-    if TOGETHER:
-        workers.in_parallel([partial(students_together, t, s, list(seeds), a, f, per_head)
-                             for t in tasks for a, f in combos], progress=progress)
-    else:
-        chunks = student_chunks([tuple(c) for c in combos])
-        workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)
-                             for t in tasks for sd in seeds for chunk in chunks], progress=progress)
+    chunks = student_chunks([tuple(c) for c in combos])
+    workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)
+                         for t in tasks for sd in seeds for chunk in chunks], progress=progress)
     return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
                 "students": {f"{a}+{f}": [_without_weights(student(t, s, sd, a, f, per_head)) for sd in seeds]
                              for a, f in combos}}
