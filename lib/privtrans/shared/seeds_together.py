@@ -9,11 +9,14 @@ apart (the tests check it to float tolerance):
   slice i of a stacked parameter is seed i's own gradient;
 - Adam/AdamW and SGD act entry by entry, so one optimiser over the stacked tensors takes each
   seed's own step (its step count and learning rate are the same in every seed);
-- the one cross-parameter operation of our loops, the global grad-norm clip, is done per seed
-  (:func:`clip_grad_norm_per_seed`, the same formula as ``torch.nn.utils.clip_grad_norm_``);
-- each seed keeps its own initialisation (the models are built apart, then stacked), its own data
-  order (the caller stacks each seed's batch: inputs carry a leading seed dimension) and its own DP
-  noise (:func:`dp_gradient`: one generator per seed, drawn in the order a single run draws).
+- each seed keeps its own initialisation (the models are built apart, then stacked) and its own data
+  order (the caller stacks each seed's batch: inputs carry a leading seed dimension).
+
+A loop with a cross-parameter operation (a global grad-norm clip) or per-sample DP gradients needs
+more than this; TAFT's fine-tunes (its ``finetune.fit_together``), the one user, need neither. The
+DPFormer and MPC-attention chapters train one seed per process: vectorising their loops was
+measured slower on the book's CPU (the comments at their ``experiments.run_grid`` and
+``experiments.teachers`` say by how much).
 
 Not exact, only equal in distribution: dropout, whose masks come from one stream for the whole
 stack (``randomness="different"``) instead of each run's stream. Methods that cannot run under
@@ -23,14 +26,11 @@ stack (``randomness="different"``) instead of each run's stream. Methods that ca
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad, stack_module_state, vmap
-
-from .dp.clipping import clip_factors
-from .dp.step import gaussian_noise
+from torch.func import functional_call, stack_module_state, vmap
 
 
 class Stack:
@@ -127,61 +127,3 @@ class StackedBatches:
     def __iter__(self):
         for i in range(0, self.idx.shape[1], self.size):
             yield self.idx[:, i:i + self.size]
-
-
-@torch.no_grad()
-def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """``torch.nn.utils.clip_grad_norm_`` applied to each seed's slice on its own; returns the (k,) norms."""
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(0)
-    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads))
-    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
-    return norms
-
-
-def dp_gradient(stack: Stack, per_sample_loss: Callable, x: torch.Tensor, y: torch.Tensor, *,
-                max_grad_norm: float, noise_multiplier: float, expected_batch_size: int,
-                generators: Sequence[torch.Generator | None], clipping: str = "automatic",
-                gamma: float = 0.01, present: torch.Tensor | None = None) -> torch.Tensor:
-    """Every seed's DP-SGD gradient at once: p.grad[i] = (Σ_j c_ij g_ij + σ·C·N(0, I)) / B.
-
-    ``x``, ``y``: (k, B, ...) each seed's batch; ``per_sample_loss(model_out, y) -> (B,)`` as in
-    :func:`privtrans.shared.dp.step.make_dp_step`. Per-sample gradients come from ``vmap(grad)``
-    inside the seed ``vmap`` (exact, memory k·B·|θ|: for the small models of this book).
-    ``present`` (k, B) of 0/1 marks real examples where Poisson batches of different sizes are
-    padded to one B (a padded example gets factor 0). Noise: seed i draws from ``generators[i]``,
-    parameter by parameter in ``named_parameters`` order, as :func:`~privtrans.shared.dp.step.dp_gradient`
-    does for one model. Returns the (k, B) per-sample norms (0 where padded).
-    """
-    if len(generators) != stack.k:
-        raise ValueError(f"need one generator per seed ({stack.k}), got {len(generators)}")
-    names = [n for n, p in stack.params.items() if p.requires_grad]
-    frozen = {n: p for n, p in stack.params.items() if not p.requires_grad}
-
-    def one_sample(trainable, frozen_i, buffers_i, xi, yi):
-        out = functional_call(stack.base, ({**trainable, **frozen_i}, buffers_i), (xi.unsqueeze(0),),
-                              tie_weights=True)
-        return per_sample_loss(out, yi.unsqueeze(0)).sum()
-
-    per_seed = vmap(grad(one_sample), in_dims=(None, None, None, 0, 0), randomness="different")
-    trainable = {n: stack.params[n].detach() for n in names}
-    g = vmap(per_seed, in_dims=(0, 0, 0, 0, 0), randomness="different")(trainable, frozen, stack.buffers, x, y)
-    norms = torch.sqrt(sum(t.flatten(2).pow(2).sum(2) for t in g.values()))  # (k, B)
-    coef = clip_factors(norms, max_grad_norm, clipping, gamma)
-    if present is not None:
-        coef = coef * present.to(coef.dtype)
-        norms = norms * present.to(norms.dtype)
-    std = noise_multiplier * max_grad_norm
-    with torch.no_grad():
-        for i, gen in enumerate(generators):
-            for n in names:
-                s = torch.einsum("b,b...->...", coef[i], g[n][i])
-                noisy = (s + gaussian_noise(std, s, gen)) / expected_batch_size
-                p = stack.params[n]
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                p.grad[i] = noisy
-    return norms.detach()
