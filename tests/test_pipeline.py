@@ -622,7 +622,7 @@ def test_a_build_at_another_seed_finds_the_spu_environment(tmp_path, monkeypatch
     (tmp_path / "_config.yml").write_text("")
     seen = {}
 
-    def run(cmd, cwd, env):
+    def run(cmd, cwd, env, **kwargs):
         seen.update(env)
         return subprocess.CompletedProcess(cmd, 1)
 

@@ -53,6 +53,16 @@ class _Sized:
         return self.n
 
 
+def _start_worker(parent: int) -> None:
+    """A worker dies with the process that forked it (the notebook's kernel): a kernel killed outright
+    would otherwise leave it training, re-parented to init (``book.stopping``)."""
+    import signal
+
+    from . import stopping
+
+    stopping.die_with_parent(signal.SIGKILL, parent)
+
+
 def _run(i: int) -> int:
     import torch
 
@@ -119,7 +129,8 @@ def _dispatch(calls, workers, progress, keep: bool) -> list | None:
     _import_before_fork()
     results: dict[int, object] = {}
     try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(calls)), maxtasksperchild=None) as pool:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(calls)), maxtasksperchild=None,
+                                                      initializer=_start_worker, initargs=(os.getpid(),)) as pool:
             for got in wrap(_Sized(pool.imap_unordered(_run_kept if keep else _run, range(len(calls))), len(calls))):
                 if keep:
                     results[got[0]] = got[1]

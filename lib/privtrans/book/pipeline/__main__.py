@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -18,7 +19,7 @@ from pathlib import Path
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import DRY, RUNNABLE, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
-from .. import claims
+from .. import claims, stopping
 from . import cache, calibration, execute, html, lock, progress, report, schedule, warm
 from .discover import discover, pick
 
@@ -75,21 +76,24 @@ def main(argv=None) -> int:
         todo = [nb for nb in todo if nb in picked]
     execute.remove_stale(root, all_nbs)
 
-    try:
-        with lock.build_lock(root):
-            t_start = time.perf_counter()
-            executed = run_all(root, todo, profile, seed, args.force, jobs)
-            return finish(root, all_nbs, profile, seed, args.no_html, t_start, executed)
-    except lock.Busy as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except progress.Interrupted as e:
-        print(f"\n{e}", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print("\ninterrupted between notebooks: every finished notebook is kept; the last good HTML "
-              "book in _build/html is unchanged", file=sys.stderr)
-        return 130
+    # SIGTERM and SIGHUP stop the build as Ctrl-C does, through the same cleanup: every kernel and
+    # worker it started ends with it (book.stopping)
+    with stopping.raise_on_signals():
+        try:
+            with lock.build_lock(root):
+                t_start = time.perf_counter()
+                executed = run_all(root, todo, profile, seed, args.force, jobs)
+                return finish(root, all_nbs, profile, seed, args.no_html, t_start, executed)
+        except lock.Busy as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        except progress.Interrupted as e:
+            print(f"\n{e}", file=sys.stderr)
+            return 128 + (stopping.received() or signal.SIGINT)
+        except KeyboardInterrupt:
+            print("\ninterrupted between notebooks: every finished notebook is kept; the last good HTML "
+                  "book in _build/html is unchanged", file=sys.stderr)
+            return 128 + (stopping.received() or signal.SIGINT)
 
 
 def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 1) -> int:
@@ -117,7 +121,7 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 
 def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: progress.Progress):
     """Each notebook in turn, the next one's kernel warming on an idle core meanwhile (``warm``)."""
     warming = warm.enabled()
-    nxt = None  # the first notebook starts its own kernel: a warm one would have nothing to wait for
+    this = nxt = None  # the first notebook starts its own kernel: a warm one would have nothing to wait for
     try:
         for i, (nb, key) in enumerate(stale):
             this, nxt = nxt, None
@@ -126,9 +130,12 @@ def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: progress.Pro
             with bar.running(nb):
                 res = execute.run(root, nb, profile, seed, warm=this)
             record(root, nb, profile, seed, key, res, 1, bar)
-    finally:
-        if nxt is not None:  # interrupted: no kernel outlives the build
-            nxt.close()
+    except BaseException:
+        with stopping.held():  # interrupted: no kernel outlives the build, and none waits for its warm-up
+            for kernel in (this, nxt):
+                if kernel is not None:
+                    kernel.close(now=True)
+        raise
 
 
 def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: progress.Progress):
@@ -138,12 +145,13 @@ def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar:
     keys = dict(stale)
     queue = schedule.ChapterQueue([nb for nb, _ in stale], [bar.previous.get(nb) for nb, _ in stale])
     running = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=stopping.pipeline_worker, initargs=(os.getpid(),)) as pool:
         try:
             while running or not queue.empty():
                 while len(running) < jobs and (nb := queue.next()) is not None:
                     bar.start_line(nb)
-                    running[pool.submit(execute.run, root, nb, profile, seed)] = nb
+                    running[pool.submit(execute.run_in_worker, root, nb, profile, seed)] = nb
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     nb = running.pop(fut)
@@ -155,7 +163,10 @@ def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar:
                                                              f"died: {type(e).__name__}: {e}")
                     record(root, nb, profile, seed, keys[nb], res, jobs, bar)
         except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
+            with stopping.held():
+                pool.shutdown(wait=False, cancel_futures=True)
+                # each worker's running notebook ends its kernel and that kernel's workers (execute.run)
+                stopping.end_processes(multiprocessing.active_children())
             raise progress.Interrupted(bar.interrupted_message([nb.label for nb in running.values()])) from None
 
 

@@ -25,6 +25,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import stopping
 from ..chapters import DRY, KEYS, ParameterError, get
 from ..paths import repo_root
 from ..runcache import atomic_write_text
@@ -202,7 +203,8 @@ def main(argv=None) -> int:
     ran_at = commit(root)
     if a.in_place:
         proc = subprocess.run([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), "--force", *args],
-                              cwd=root, env=dict(os.environ, PRIVTRANS_ROOT=str(root)))
+                              cwd=root, env=dict(os.environ, PRIVTRANS_ROOT=str(root)),
+                              preexec_fn=stopping.bound_to_this_process())
         return report(root, rows_of(root, wanted), len(wanted), a.record, proc.returncode == 0, ran_at)
     with pipeline_in_copy(root, "dry-run-", args, "dry run (profile dry: paper shapes, one step per loop)") as (copy, proc):
         rows = rows_of(copy, [nb for nb in discover(copy) if nb.label in {w.label for w in wanted}])

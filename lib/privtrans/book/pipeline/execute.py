@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import stopping
 from ..progress_bar import LOG_ENV
 from ..runcache import atomic_write_text
 from .discover import Notebook
@@ -137,10 +138,14 @@ def warm_kernel(root: Path, nb: Notebook):
 
 def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome:
     """``warm``: a ``warm.WarmKernel`` started for ``nb`` (run there, then shut down), or None for a
-    kernel started here."""
+    kernel started here. Either way the kernel ends here, with every process it started (its pool
+    workers, its MPC parties: ``book.stopping``); on an interrupt (KeyboardInterrupt, or SystemExit in
+    a pipeline worker) at once, and the interrupt goes on up."""
     import nbformat
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
+
+    from . import warm as warming
 
     work = root / "_build" / "papermill" / nb.chapter
     work.mkdir(parents=True, exist_ok=True)
@@ -156,31 +161,40 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
     os.environ.update(kernel_env(root, nb))  # a kernel started here inherits them
     t0 = time.perf_counter()
     sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
-    km = None
+    km = cold = None
+    interrupted = True  # until the notebook's run returns or raises an Exception
     try:
         km = warm.take() if warm is not None else None  # inside the try: an interrupt here still closes it
+        if km is None:  # papermill starts it; this function ends it (nbclient would leave its workers)
+            cold = warming.kernel_manager(KERNEL, _kernel_config(sockets))
         with echo_progress(progress_log, nb.label):
             pm.execute_notebook(
                 str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
                 kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
-                config=_kernel_config(sockets), **({"km": km} if km is not None else {}),
+                config=_kernel_config(sockets), km=km or cold,
             )
+        interrupted = False
     except PapermillExecutionError as e:
+        interrupted = False
         where = f"code cell {_code_cell_number(notebook, e.source)} (`{_first_line(e.source)}`)"
         return Outcome("failed", time.perf_counter() - t0,
                        f"{nb.source.relative_to(root)} {where}: {e.ename}: {e.evalue}".strip())
     except Exception as e:  # noqa: BLE001 - kernel death, bad source: still one line naming the notebook
+        interrupted = False
         return Outcome("failed", time.perf_counter() - t0,
                        f"{nb.source.relative_to(root)}: {type(e).__name__}: {e}")
     finally:
-        if warm is not None:
-            warm.close()
-        shutil.rmtree(sockets, ignore_errors=True)
-        for k, v in env_before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        with stopping.held():  # a second Ctrl-C waits until the kernel and its workers are gone
+            if warm is not None:
+                warm.close(now=interrupted)
+            if cold is not None:
+                warming.end_kernel(cold, now=interrupted)
+            shutil.rmtree(sockets, ignore_errors=True)
+            for k, v in env_before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     seconds = time.perf_counter() - t0
     problem = papermill_problem(out_ipynb)
     if problem:
@@ -189,6 +203,18 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
     executed.metadata.pop("widgets", None)  # widget state would pull JS from a CDN
     atomic_write_text(executed_path(root, nb), nbformat.writes(executed))
     return Outcome("ok", seconds, warm_kernel=km is not None)
+
+
+def run_in_worker(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
+    """:func:`run` in a pipeline worker (``--jobs`` > 1, ``stopping.pipeline_worker``): a stop signal
+    (SystemExit there) ends the notebook's kernel and then this worker, which would otherwise wait
+    for its next notebook from a pipeline that may be gone."""
+    try:
+        return run(root, nb, profile, seed)
+    except SystemExit as e:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.code if isinstance(e.code, int) else 1)
 
 
 def remove_stale(root: Path, notebooks: list[Notebook]):

@@ -2,8 +2,9 @@
 
 - one line per notebook, ``[i/n]``, with its time and an estimate of what is left from the previous
   build's timings (a terminal also gets a line that counts the running notebook's seconds);
-- Ctrl-C ends the build with one line that says what finished and what is kept (every finished
-  notebook's executed copy and state, written atomically; the interrupted one is not kept).
+- Ctrl-C (or SIGTERM, SIGHUP) ends the build with one line that says what finished and what is
+  kept (every finished notebook's executed copy and state, written atomically; the interrupted one
+  is not kept), and ends every process the build started (:mod:`privtrans.book.stopping`).
 
 One build at a time per checkout is :mod:`privtrans.book.pipeline.lock`.
 """

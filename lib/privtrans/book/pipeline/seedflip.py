@@ -19,6 +19,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import stopping
 from ..chapters import check_profile, check_seed, get
 from ..paths import repo_root
 from .compare import count, differences
@@ -61,7 +62,7 @@ def pipeline_in_copy(root: Path, prefix: str, args: list[str], what: str):
             env[SPU_ENV] = str(spu)
         cmd = [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(copy), *args]
         print(f"{what} in {copy} ...", flush=True)
-        yield copy, subprocess.run(cmd, cwd=copy, env=env)
+        yield copy, subprocess.run(cmd, cwd=copy, env=env, preexec_fn=stopping.bound_to_this_process())
 
 
 def build_at_seed(root: Path, chapter: str | list[str], profile: str, seed: int) -> dict:

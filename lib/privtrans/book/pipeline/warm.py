@@ -11,9 +11,11 @@ bound, no execution count moves, so the executed notebook is the one a cold kern
 notebook's recorded seconds then start from the warm kernel.
 
 Papermill and nbclient take a started kernel manager (``km``) and leave it running, so ``close``
-shuts it down. Where the priority cannot be raised again (a user may lower its own processes'
-priority, only root may raise it), no kernel is warmed: a nice-19 kernel would then run the
-whole notebook at the lowest priority.
+shuts it down (``end_kernel``, with every process the kernel started: ``book.stopping``). A cold
+kernel's manager comes from here too (``kernel_manager``), so that the build can end it the same
+way. Where the priority cannot be raised again (a user may lower its own processes' priority, only
+root may raise it), no kernel is warmed: a nice-19 kernel would then run the whole notebook at the
+lowest priority.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+from .. import stopping
 
 NICE = 19
 ENV = "PRIVTRANS_WARM_KERNEL"  # 0: every notebook starts its own kernel, as in Jupyter
@@ -99,10 +103,10 @@ def _set_nice(pid: int, value: int) -> None:
             pass
 
 
-def _tracked_manager(kernel_name: str, config):
-    """An AsyncKernelManager that remembers the clients made from it: nbclient leaves the client of
-    a kernel it did not start connected (its heartbeat thread polling a dead kernel), so ``close``
-    stops them."""
+def kernel_manager(kernel_name: str, config):
+    """A kernel manager, not started yet (nbclient starts it when given one that is not), that
+    remembers the clients made from it: nbclient leaves the client of a kernel it did not start
+    connected (its heartbeat thread polling a dead kernel), so ``end_kernel`` stops them."""
     from jupyter_client.manager import AsyncKernelManager
 
     class TrackedKernelManager(AsyncKernelManager):
@@ -116,6 +120,35 @@ def _tracked_manager(kernel_name: str, config):
     return km
 
 
+def kernel_pid(km) -> int | None:
+    """The pid of ``km``'s kernel (the leader of its own session), or None before it started."""
+    return getattr(getattr(km, "provisioner", None), "pid", None)
+
+
+def end_kernel(km, now: bool = True) -> None:
+    """Shut ``km``'s kernel down (``now``: at once; else asking it first, as nbclient does) and end
+    every process it started (``stopping.end_session``): a worker its notebook left running, or,
+    on an interrupt, the busy workers of the running cell. Stops the clients made from ``km``."""
+    pid = kernel_pid(km)
+    if now and pid:
+        stopping.end_session(pid)
+    for kc in getattr(km, "clients", []):
+        kc.stop_channels()
+
+    async def stop():
+        if await km.is_alive():
+            await km.shutdown_kernel(now=now)  # and cleans up its connection files
+        else:
+            await km.cleanup_resources()
+
+    try:
+        asyncio.run(stop())
+    except Exception:  # noqa: BLE001 - a kernel that is already gone
+        pass
+    if pid:
+        stopping.end_session(pid)
+
+
 class WarmKernel:
     """A kernel started for one notebook before its turn. ``take()`` -> the kernel manager to pass
     to papermill (``km=``), or None when the warm-up failed (papermill then starts its own);
@@ -125,17 +158,23 @@ class WarmKernel:
         self.sockets = tempfile.mkdtemp(prefix="privtrans-kernel-")
         self.priority = os.getpriority(os.PRIO_PROCESS, 0)  # the build's own: a cold kernel would inherit it
         self.km = None
+        self.pid: int | None = None
+        self.closed = False
         self.error: BaseException | None = None
         self._taken = threading.Event()
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._start, daemon=True,
                                         args=(kernel_name, env, cwd, modules, config_for(self.sockets)))
         self._thread.start()
 
     def _start(self, kernel_name, env, cwd, modules, config):
         async def start():
-            km = _tracked_manager(kernel_name, config)
+            km = kernel_manager(kernel_name, config)
             await km.start_kernel(env=env, cwd=cwd)
-            self.km = km
+            self.km, self.pid = km, kernel_pid(km)
+            if self._stopped.is_set():  # closed on an interrupt while it started
+                stopping.end_session(self.pid)
+                return
             self._lower(km.provisioner.pid)
             kc = km.client()
             kc.start_channels()
@@ -179,21 +218,23 @@ class WarmKernel:
             return None
         return self.km
 
-    def close(self):
-        self._thread.join()
+    def close(self, now: bool = False):
+        """Shut the kernel down once its warm-up is over; ``now`` (the build was interrupted): at
+        once, with every process it started, without waiting for a warm-up at low priority. A
+        second call does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        if now:
+            self._stopped.set()
+            if self.pid:
+                stopping.end_session(self.pid)  # a warm-up waiting on a dead kernel then ends
+            self._thread.join(5.0)
+        else:
+            self._thread.join()
         km, self.km = self.km, None
         if km is not None:
-            for kc in km.clients:
-                kc.stop_channels()
-
-            async def stop():
-                if await km.is_alive():
-                    await km.shutdown_kernel(now=True)  # and cleans up its connection files
-                else:
-                    await km.cleanup_resources()
-
-            try:
-                asyncio.run(stop())
-            except Exception:  # noqa: BLE001 - a kernel that is already gone
-                pass
+            end_kernel(km, now=True)
+        elif self.pid:
+            stopping.end_session(self.pid)
         shutil.rmtree(self.sockets, ignore_errors=True)

@@ -83,6 +83,11 @@ def run_party(rank: int, world_size: int, rendezvous: str, fn, *args, threads: i
 
 
 def _child(rank, world_size, rendezvous, fn, args, kwargs, threads, out, dry_run=False):
+    import signal
+
+    from privtrans.book import stopping
+
+    stopping.die_with_parent(signal.SIGKILL)  # the forkserver (or the caller) gone: no party waits on gloo
     try:
         if dry_run:  # a forkserver started before the dry run was switched on lacks its variable
             from privtrans.book import dry
