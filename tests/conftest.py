@@ -74,6 +74,37 @@ def cr():
     cr.cfg.functions.sqrt_nr_iters = old  # SecureGPT raises it for LayerNorm
 
 
+@pytest.fixture
+def spu():
+    """``privtrans.mpc_attention.spu``, or a skip where ``make spu``'s environment is missing (a
+    failure under CI=true: there the SPU tests may not be skipped)."""
+    from privtrans.mpc_attention import spu
+
+    if not spu.python().exists():
+        msg = f"no SPU environment at {spu.python()}: run `make spu`"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg + "; CI=true, so the SPU test may not be skipped")
+        pytest.skip(msg)
+    return spu
+
+
+@pytest.fixture
+def small_encoder():
+    """A two-layer ``TinyEncoder`` (vocabulary 40, d_model 16) with weights away from its 0.02-std
+    initialisation, in eval mode: what the SPU and back-end tests run."""
+    import torch
+
+    from privtrans.mpc_attention import encoder
+
+    torch.manual_seed(0)
+    model = encoder.TinyEncoder(encoder.EncoderConfig(vocab_size=40, d_model=16, n_heads=2, n_layers=2, d_ff=32,
+                                                      max_len=12))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model.eval()
+
+
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
     from privtrans.mpc_attention import spu
 

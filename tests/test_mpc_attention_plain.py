@@ -12,6 +12,7 @@ import torch
 from privtrans.mpc_attention import attention as A
 from privtrans.mpc_attention import encoder as E
 from privtrans.mpc_attention import fit as F
+from privtrans.mpc_attention.ops import TensorOps
 
 TOL = 1e-5
 
@@ -41,7 +42,7 @@ def test_2relu_and_scaling(scores_mask):
     x, mask, lengths = scores_mask
     n = lengths.float()[:, None, None, None]
     r = x.relu() * mask
-    ref = r / (r.sum(-1, keepdim=True) + A.RELU_EPS * n)
+    ref = r / (r.sum(-1, keepdim=True) + A.RELU_ATTENTION_EPS * n)
     assert (A.normalise("2relu", x, mask) - ref).abs().max() < TOL
     assert (A.normalise("scaling", x, mask) - x * mask / n).abs().max() < TOL
 
@@ -82,18 +83,23 @@ def test_no_large_negative_mask_reaches_exp():
     assert float(z.max()) == 0.0
 
 
-def test_reciprocal_inputs_stay_in_cryptens_range(monkeypatch):
+def test_reciprocal_inputs_stay_in_cryptens_range():
     """Every value handed to the reciprocal lies in (0, RECIP_MAX] up to n = 128 (2Quad's raw sum
-    would be ~25 n = 3 200 there)."""
+    would be ~25 n = 3 200 there): seen through the back-end's operations, as CrypTen gets them."""
     seen = []
-    real = A._reciprocal_pos
-    monkeypatch.setattr(A, "_reciprocal_pos", lambda s: (seen.append(s), real(s))[1])
+
+    class Recording(TensorOps):
+        @staticmethod
+        def reciprocal_pos(s):
+            seen.append(s)
+            return TensorOps.reciprocal_pos(s)
+
     g = torch.Generator().manual_seed(2)
     for n in (1, 16, 128):
         x = torch.randn(1, 2, n, n, generator=g) * 4.0
         mask = torch.ones(1, 1, 1, n)
         for kind in ("softmax", "2relu", "2quad"):
-            A.normalise(kind, x, mask)
+            A.normalise(kind, x, mask, ops=Recording())
     assert len(seen) == 9
     for s in seen:
         assert float(s.min()) > 0 and float(s.max()) <= A.RECIP_MAX
@@ -169,11 +175,11 @@ def test_scaling_attention_is_the_papers_eq_10():
 
 
 def test_relu_eps_change_against_the_exact_2relu():
-    """2ReLU's +RELU_EPS n on the row sum moves each weight by n eps / (sum relu + n eps), relative."""
+    """2ReLU's + eps n on the row sum moves each weight by n eps / (sum relu + n eps), relative."""
     x = torch.tensor([[[[1.0, 1.0, -1.0, 0.0], [-1.0, -2.0, -0.5, -3.0], [3.0, 1.0, 0.0, 0.0]]]])
     mask = torch.tensor([[[[1.0, 1.0, 1.0, 0.0]]]])  # 3 keys
     e = A.relu_eps_entries(x, mask)
-    eps3 = 3 * A.RELU_EPS
+    eps3 = 3 * A.RELU_ATTENTION_EPS
     # row 0: exact (1/2, 1/2), row 1: no positive score, row 2: exact (3/4, 1/4)
     torch.testing.assert_close(e["rel"], torch.tensor([eps3 / (2 + eps3)] * 2 + [eps3 / (4 + eps3)] * 2))
     torch.testing.assert_close(e["abs"], torch.tensor([0.5 * eps3 / (2 + eps3)] * 2
@@ -181,7 +187,7 @@ def test_relu_eps_change_against_the_exact_2relu():
     assert (e["rows"], e["rows_without_positive"]) == (3, 1) and set(e["n"].tolist()) == {3.0}
     s = A.relu_eps_change([e, A.relu_eps_entries(x[..., :2], torch.ones(1, 1, 1, 2))])
     assert s["max_rel"] == pytest.approx(eps3 / (2 + eps3), rel=1e-5) and s["n_max"] == 3
-    assert s["at_n_max"]["entries"] == 4 and s["rows"] == 6 and s["eps"] == A.RELU_EPS
+    assert s["at_n_max"]["entries"] == 4 and s["rows"] == 6 and s["eps"] == A.RELU_ATTENTION_EPS
     assert s["at_n_max"]["median_rel"] == pytest.approx((eps3 / (2 + eps3) + eps3 / (4 + eps3)) / 2, rel=1e-5)
     # the null input: without the stabiliser nothing would move; with it the change is never 0
     assert s["max_abs"] > 0 and A.relu_eps_change([A.relu_eps_entries(-x.abs() - 1, mask)])["entries"] == 0

@@ -85,7 +85,7 @@ def collect(model, batches, kind: str) -> Denominators:
 
 @torch.no_grad()
 def relu_eps_change(model, batches) -> dict:
-    """How far 2ReLU's stabiliser (``attention.RELU_EPS`` n added to the row sum) moves the weights
+    """How far 2ReLU's stabiliser (``RELU_ATTENTION_EPS`` n added to the row sum) moves the weights
     from the exact relu(x)/sum relu(x), on ``model``'s scores QK^T/sqrt(d) of every layer and head
     for the unmasked query rows of ``batches`` ((ids, mask01[, types])): ``attention.relu_eps_change``."""
     model.eval()

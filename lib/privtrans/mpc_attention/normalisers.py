@@ -1,55 +1,70 @@
-"""The six attention normalisers written against a set of primitives, for SecretFlow SPU.
+"""The paper's six attention normalisers and the denominators f(n) is fitted to: ONE formula each,
+for every back-end (torch, CrypTen, SecretFlow SPU), and the chapter's names and constants for them.
 
-``privtrans.mpc_attention.attention`` is the chapter's formula for torch and CrypTen; it needs
-torch, which SPU's own environment (numpy < 2, JAX 0.4.34) cannot hold. This module writes the same
-six formulas, with the same public scalings, against primitives a back-end supplies (exp, ReLU,
-square, row max, row sum, reciprocal): ``JaxOps`` for SPU (which compiles the JAX function to its
-protocol) and ``TorchOps`` for the test that keeps it equal to ``attention.normalise`` on every
-kind (tests/test_mpc_attention_normalisers.py). It imports neither torch nor JAX. No key mask: Table 1's scores
-have none.
+Every function takes the back-end's operations (``ops``: ``ops.TENSOR`` for torch tensors and
+CrypTen shares, the default; ``ops.JaxOps`` for SPU), so the plaintext model, the CrypTen runs and
+SPU's compiled program evaluate the same expression. The module imports neither torch nor JAX: SPU's
+environment (numpy < 2, no torch) imports it.
 
-- softmax: e^{x−max} / Σ e^{x−max} (max, exp, reciprocal, multiplication);
-- 2relu: ReLU(x) / Σ ReLU(x) (MPCFormer, SecureML);
-- 2quad: (x + c)² / Σ (x + c)², c = 5 (MPCFormer);
-- scaling: x / n with x = QKᵀ, not QKᵀ/√d (MPCViT's ScaleAttn, paper eq. 10:
-  (1/n)·QKᵀ·V; ``UNSCALED``); no non-linear operation;
-- softmax_freediv: e^{x−max} / f_softmax(n), eq. 11: the reciprocal replaced by a public constant;
-- 2quad_freediv: (x + c)² / f_2quad(n), eq. 12: squares only.
-f(n) = a·nᵇ is fitted offline (``privtrans.mpc_attention.fit``); the paper's constants are
-``PAPER_FITS``. n is the number of keys (no padding in these formulas: a padded key must be
-removed multiplicatively, never with an additive −1e4 mask, which CrypTen's exp cannot take).
+Row-wise over keys, ``x = QK^T/sqrt(d)`` (for Scaling ``x = QK^T``: the paper's eq. 10 is
+ScaleAttn = (1/n) QK^T V, without 1/sqrt(d); ``UNSCALED``, and the encoder passes it so),
+``mask01`` the public 0/1 key mask (None: every key is real, as in SPU's runs), ``n`` the number
+of unmasked keys (public: freeDiv needs it in the clear, paper Sec. 4.1):
 
-Fixed-point care, identical in every back-end: 2ReLU and 2Quad numerators are scaled by a public
-1/n (1/(c²n)) so that their row sums stay near 1, inside the range where CrypTen's Newton
-reciprocal is right (it fails above about 128); the ratio is unchanged. 2Quad and 2Quad-freeDiv
-scale *before* squaring (by 1/(c√n) and 1/√f(n)): a public factor as small as 1/f(128) ≈ 3.7e-4
-keeps only four significant bits in CrypTen's 16-bit fixed point, its square root keeps ten.
+=================  ===================================================  ====================
+kind               formula                                              secure non-linear ops
+=================  ===================================================  ====================
+softmax            e^{x-max} / sum e^{x-max}                            max, exp, reciprocal
+2relu              relu(x) / sum relu(x)                                comparison, reciprocal
+2quad              (x+c)^2 / sum (x+c)^2, c = 5                         square, reciprocal
+scaling            x / n,  x = QK^T (no 1/sqrt(d), eq. 10)             none
+softmax_freediv    e^{x-max} / f_softmax(n),  f(n) = a n^b (public)     max, exp
+2quad_freediv      (x+c)^2 / f_2quad(n)                                 square
+=================  ===================================================  ====================
+
+f(n) = a·nᵇ is fitted offline (``fit``); the paper's constants are ``PAPER_FITS``.
+
+CrypTen's fixed point decides the public scalings (appendix A of the paper runs CrypTen's
+approximations too); each is exact in the ratio, so the plaintext value is unchanged:
+
+- masked keys get ``MASK_SHIFT`` (-30) added before the max, never -1e4: CrypTen's exp is garbage
+  below about -511 (``EXP_FLOOR``); the exp output is then multiplied by the 0/1 mask, so masked
+  keys give exactly 0. A padded key is removed multiplicatively, never by an additive mask alone.
+- CrypTen's Newton reciprocal is correct only for inputs in about (0, 128] (``RECIP_MAX``): 2Quad's
+  row sum (about 84 n^0.72, 2 700 at n = 128) is taken of ``((x+c)/(c sqrt(n)))^2``, i.e. divided
+  by the public c^2 n first; 2ReLU's row sum is divided by n.
+- 1/f(128) ~ 3.7e-4 keeps only four significant bits in CrypTen's 16-bit fixed point, its square
+  root ten: 2Quad-freeDiv multiplies ``x + c`` by the public 1/sqrt(f) *before* squaring.
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import NamedTuple
 
-#: added to 2ReLU's (scaled) row sum so an all-negative row cannot divide by zero: MERGE's
-#: ``plain_gpt.DENOM_EPS`` (a test keeps them equal; this module may not import torch)
-RELU_EPS = 1e-2
+from privtrans.shared.activations import RELU_ATTENTION_EPS
+
+from .ops import TENSOR
 
 ATTENTIONS = ("softmax", "2relu", "2quad", "scaling", "softmax_freediv", "2quad_freediv")
 #: the normalisers whose input is QK^T itself, not QK^T/sqrt(d): the paper's ScaleAttn (eq. 10,
 #: MPCViT) is (1/n)·QK^T·V. Every other kind reads QK^T/sqrt(d) (eqs. 1, 11, 12; MPCFormer's 2ReLU
-#: and 2Quad). The encoders (``encoder.block``, ``encoder_ops.forward``) pass the input accordingly.
+#: and 2Quad). The encoder (``encoder_ops.block``) passes the input accordingly.
 UNSCALED = ("scaling",)
 LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "Scaling",
           "softmax_freediv": "Softmax freeDiv", "2quad_freediv": "2Quad freeDiv"}
 #: each freeDiv variant and the variant whose reciprocal it removes
 FREEDIV = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}
-QUAD_C = 5.0  # MPCFormer's shift in (x + c)²
+QUAD_C = 5.0          # MPCFormer's shift in (x + c)²
+MASK_SHIFT = -30.0    # added to masked scores before the max (CrypTen's exp is valid down to ~-511)
+EXP_FLOOR = -511.0    # below this CrypTen's exp (1 + x/256)^256 is garbage
+RECIP_MAX = 128.0     # above this CrypTen's Newton reciprocal is garbage
 
 
 class PowerLaw(NamedTuple):
-    """f(n) = a·nᵇ: the public denominator of a freeDiv normaliser for n keys. A pair (a, b), so the
-    torch and CrypTen code (``attention.power_law``, ``EncoderConfig.const``) take it as it is."""
+    """f(n) = a·nᵇ: the public denominator of a freeDiv normaliser for n keys. A pair (a, b), as
+    every back-end takes f(n)'s constants (``power_law``)."""
 
     a: float
     b: float
@@ -57,7 +72,7 @@ class PowerLaw(NamedTuple):
     def __call__(self, n: int) -> float:
         if n < 1:
             raise ValueError(f"n must be a positive number of keys, got {n}")
-        return self.a * n ** self.b
+        return power_law(n, self)
 
 
 #: the paper's fits over all layers of BERT-Base on GLUE (Figures 6 and 7), verbatim
@@ -65,166 +80,81 @@ PAPER_FITS = {"softmax": PowerLaw(0.9923937666772096, 0.333253253864762922),
               "2quad": PowerLaw(84.07373758071103, 0.7174745255779887)}
 
 
-class TorchOps:
-    """Plaintext torch: exact primitives (the methods CrypTen's tensors share)."""
-
-    @staticmethod
-    def n(x):
-        return x.size(-1)
-
-    @staticmethod
-    def exp(x):
-        return x.exp()
-
-    @staticmethod
-    def relu(x):
-        return x.relu()
-
-    @staticmethod
-    def square(x):
-        return x.square()
-
-    @staticmethod
-    def rowsum(x):
-        return x.sum(-1, keepdim=True)
-
-    @staticmethod
-    def rowmax(x):
-        return x.amax(-1, keepdim=True)
-
-    @staticmethod
-    def reciprocal(s):
-        return s.reciprocal()
-
-    # what ``encoder_ops.forward`` adds: the rest of a whole model
-    @staticmethod
-    def tanh(x):
-        return x.tanh()
-
-    @staticmethod
-    def rsqrt(x):
-        return x.rsqrt()
-
-    @staticmethod
-    def rowmean(x):
-        return x.mean(-1, keepdim=True)
-
-    @staticmethod
-    def colmean(x):
-        return x.mean(-2, keepdim=True)
-
-    @staticmethod
-    def matmul(a, b):
-        return a @ b
-
-    @staticmethod
-    def t(x):
-        return x.transpose(-1, -2)
-
-    @staticmethod
-    def n_rows(x):
-        return x.shape[-2]
-
-    @staticmethod
-    def heads(x, h: int, dh: int):
-        return x.reshape(x.shape[0], h, dh).permute(1, 0, 2)
-
-    @staticmethod
-    def merge(x, d: int):
-        return x.permute(1, 0, 2).reshape(x.shape[1], d)
+def check_attention(kind: str) -> str:
+    if kind not in ATTENTIONS:
+        raise ValueError(f"unknown attention {kind!r}: allowed values are {', '.join(ATTENTIONS)}")
+    return kind
 
 
-class JaxOps:
-    """jax.numpy: plaintext, or traced by SPU into its protocol's exp, max and reciprocal."""
-
-    def __init__(self):
-        import jax.numpy as jnp
-
-        self.jnp = jnp
-
-    @staticmethod
-    def n(x):
-        return x.shape[-1]
-
-    def exp(self, x):
-        return self.jnp.exp(x)
-
-    def relu(self, x):
-        return self.jnp.maximum(x, 0.0)
-
-    @staticmethod
-    def square(x):
-        return x * x
-
-    def rowsum(self, x):
-        return self.jnp.sum(x, axis=-1, keepdims=True)
-
-    def rowmax(self, x):
-        return self.jnp.max(x, axis=-1, keepdims=True)
-
-    @staticmethod
-    def reciprocal(s):
-        return 1.0 / s
-
-    def tanh(self, x):
-        return self.jnp.tanh(x)
-
-    def rsqrt(self, x):
-        import jax
-
-        return jax.lax.rsqrt(x)
-
-    def rowmean(self, x):
-        return self.jnp.mean(x, axis=-1, keepdims=True)
-
-    def colmean(self, x):
-        return self.jnp.mean(x, axis=-2, keepdims=True)
-
-    @staticmethod
-    def matmul(a, b):
-        return a @ b
-
-    def t(self, x):
-        return self.jnp.swapaxes(x, -1, -2)
-
-    @staticmethod
-    def n_rows(x):
-        return x.shape[-2]
-
-    def heads(self, x, h: int, dh: int):
-        return self.jnp.transpose(x.reshape(x.shape[0], h, dh), (1, 0, 2))
-
-    def merge(self, x, d: int):
-        return self.jnp.transpose(x, (1, 0, 2)).reshape(x.shape[1], d)
+def power_law(n, const, ops=None):
+    """f(n) = a * n**b, public: ``n`` a number of keys (a number, or a tensor (B, 1, 1, 1) of them),
+    ``const`` (a, b) floats (one curve for all layers and heads, the paper) or (H,) each (one per
+    head) as ``ops.constants`` reads them (numbers when ``ops`` is None)."""
+    a, b = const if ops is None else ops.constants(const, n)
+    return a * n ** b
 
 
-def normalise(x, kind: str, ops, fits: dict | None = None):
-    """Attention weights from scores ``x`` (..., n) by the normaliser ``kind`` (``ATTENTIONS``)."""
-    fits = PAPER_FITS if fits is None else fits
-    n = ops.n(x)
-    if kind == "softmax":
-        e = ops.exp(x - ops.rowmax(x))
-        return e * ops.reciprocal(ops.rowsum(e))
-    if kind == "2relu":
-        num = ops.relu(x) * (1.0 / n)
-        return num * ops.reciprocal(ops.rowsum(num) + RELU_EPS)
+def key_count(x, mask01, ops=TENSOR):
+    """n per query row: the number of unmasked keys (public), a tensor (..., n_q, 1) under a mask,
+    else the number of keys of ``x``."""
+    return x.shape[-1] if mask01 is None else ops.rowsum(mask01)
+
+
+def shifted_scores(x, mask01, ops=TENSOR):
+    """x - max(x) over unmasked keys: what softmax variants feed to exp (>= MASK_SHIFT - spread)."""
+    if mask01 is not None:
+        x = x + (1.0 - mask01) * MASK_SHIFT
+    return x - ops.rowmax(x)
+
+
+def _masked(x, mask01):
+    return x if mask01 is None else x * mask01
+
+
+def _sqrt(v):
+    return math.sqrt(v) if isinstance(v, Real) else v.sqrt()
+
+
+def _rsqrt(v):
+    return 1.0 / math.sqrt(v) if isinstance(v, Real) else v.rsqrt()
+
+
+def normalise(kind: str, x, mask01=None, const=None, ops=TENSOR):
+    """Attention weights from scores ``x`` (..., n_q, n_k) under a public 0/1 key mask
+    (broadcastable; None: no padding). ``const`` = (a, b) of f(n) for the freeDiv variants (ignored
+    otherwise)."""
+    check_attention(kind)
+    mask01 = None if mask01 is None else ops.mask(mask01)
+    n = key_count(x, mask01, ops)
+    if kind in ("softmax", "softmax_freediv"):
+        num = _masked(ops.exp(shifted_scores(x, mask01, ops)), mask01)
+        if kind == "softmax_freediv":
+            return num * (1.0 / power_law(n, _need(const, kind), ops))
+        return num * ops.reciprocal_pos(ops.rowsum(num))
     if kind == "2quad":
-        num = ops.square((x + QUAD_C) * (1.0 / (QUAD_C * math.sqrt(n))))
-        return num * ops.reciprocal(ops.rowsum(num))
-    if kind == "scaling":
-        return x * (1.0 / n)
-    if kind == "softmax_freediv":
-        return ops.exp(x - ops.rowmax(x)) * (1.0 / fits["softmax"](n))
+        num = _masked(ops.square((x + QUAD_C) * (1.0 / (QUAD_C * _sqrt(n)))), mask01)
+        return num * ops.reciprocal_pos(ops.rowsum(num))
     if kind == "2quad_freediv":
-        return ops.square((x + QUAD_C) * (1.0 / math.sqrt(fits["2quad"](n))))
-    raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+        return _masked(ops.square((x + QUAD_C) * _rsqrt(power_law(n, _need(const, kind), ops))), mask01)
+    if kind == "2relu":
+        num = _masked(ops.relu(x), mask01)
+        return num * ops.reciprocal_pos(ops.rowsum(num) * (1.0 / n) + RELU_ATTENTION_EPS) * (1.0 / n)
+    return _masked(x, mask01) * (1.0 / n)  # scaling
 
 
-def denominator(x, kind: str, ops=TorchOps):
-    """The row sum a normaliser divides by, before any fit (Figures 5-7): Σ e^{x−max} for
-    softmax, Σ (x + c)² for 2Quad."""
+def denominator(kind: str, x, mask01=None, ops=TENSOR):
+    """The row denominator the parent variant divides by (paper Sec. 2.3): what f(n) is fitted to,
+    one value per query row (the key axis summed away). softmax: the sum over unmasked keys of
+    e^{x - max}; 2quad: the sum of (x + c)^2."""
+    mask01 = None if mask01 is None else ops.mask(mask01)
     if kind == "softmax":
-        return ops.rowsum(ops.exp(x - ops.rowmax(x)))
+        return ops.rowsum(_masked(ops.exp(shifted_scores(x, mask01, ops)), mask01))[..., 0]
     if kind == "2quad":
-        return ops.rowsum(ops.square(x + QUAD_C))
-    raise ValueError(f"denominators are fitted for 'softmax' and '2quad', got {kind!r}")
+        return ops.rowsum(_masked(ops.square(x + QUAD_C), mask01))[..., 0]
+    raise ValueError(f"denominators are fitted for 'softmax' or '2quad', got {kind!r}")
+
+
+def _need(const, kind):
+    if const is None:
+        raise ValueError(f"{kind} needs the public constants (a, b) of f(n) = a*n**b")
+    return const

@@ -3,8 +3,8 @@
 They run inside the parties that ``privtrans.shared.mpc.runner.run`` starts (2PC: CrypTen's
 Beaver protocol with TFP triples; 3PC: ``cfg.mpc.protocol = "replicated"``, the ABY3-like
 honest-majority sharing). The model owner is rank 0, the data owner rank 1 (as in MERGE).
-Both call ``encoder.forward`` / ``attention.normalise`` on shares: the very formulas of the
-plaintext model. Rounds and bytes come from ``privtrans.shared.mpc.meter`` (CrypTen's counters,
+Both call ``encoder_ops.forward`` / ``normalisers.normalise`` on shares: the very formulas of the
+plaintext model and of SPU's runs. Rounds and bytes come from ``privtrans.shared.mpc.meter`` (CrypTen's counters,
 per party). Each party returns its own counts; the callers combine every party's
 (``privtrans.mpc_attention.cost.combine_counts``: rounds the maximum over the parties, bytes the
 sum halved), since in 3-party replicated sharing the parties' counts differ.
@@ -32,8 +32,11 @@ def _owner(cr, src):
 
 
 def _share(cr, tree, src=SERVER):
+    """Every tensor of ``tree`` (dicts, lists and pairs of them) shared by ``src``, in order."""
     if isinstance(tree, dict):
         return {k: _share(cr, v, src) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_share(cr, v, src) for v in tree)
     return cr.cryptensor(tree.detach().to(torch.float32), src=_owner(cr, src))
 
 
@@ -70,7 +73,8 @@ def secure_forward(cfgs: list[dict], state: dict, ids: list[list[int]], mask01: 
                     # (positions are added in the clear by the server: its share, the client's 0)
                 p = _share(cr, model.params())
                 # a dry run runs the first layer of each model and books all (identical shapes)
-                res = E.forward(p, x, mask, cfg, meter, layers=dry.loop(range(cfg.n_layers), "secure forward layers"))
+                res = E.forward(p, x, mask, cfg, meter=meter,
+                                layers=dry.loop(range(cfg.n_layers), "secure forward layers"))
             summ = meter.summary()
             if best is None or summ["Total"]["seconds"] < best[1]["Total"]["seconds"]:
                 best = (res, summ)

@@ -4,8 +4,8 @@ SPU 0.9.5 needs numpy < 2 and jax <= 0.4.34, which cannot live beside the book's
 so ``make spu`` creates ``.venv-spu`` (pins in ``requirements-spu.lock``) and this module runs
 ``privtrans.mpc_attention.spu_worker`` there: a JSON spec in, one JSON list of rows out (and, in a
 dry run, what the worker's cut loops booked, absorbed here: ``privtrans.book.dry``). The worker
-imports only the torch-free ``normalisers`` module, so SPU runs the very formulas the torch and
-CrypTen runs use. ``PRIVTRANS_SPU_PYTHON`` names another interpreter.
+imports only torch-free modules (``normalisers``, ``encoder_ops``, ``ops``), so SPU runs the very
+formulas the torch and CrypTen runs use. ``PRIVTRANS_SPU_PYTHON`` names another interpreter.
 """
 
 from __future__ import annotations

@@ -5,15 +5,15 @@ booked here (``privtrans.book.dry.booking``; the switch is inherited through the
 
 Spec, normalisers (Table 1): {"kinds": [...], "lengths": [...], "heads": 4, "seed": 0, "protocol":
 "ABY3" | "SEMI2K"}. For each (kind, n) the normaliser of ``privtrans.mpc_attention.normalisers``
-(the same formula as the torch and CrypTen runs, through ``JaxOps``) is compiled by SPU and run by
+(the formula the torch and CrypTen runs use, here on ``ops.JaxOps``) is compiled by SPU and run by
 its simulator (all parties as threads of this process, talking over in-memory links) on secret
 scores 2·N(0, 1) of shape (1, heads, n, n), 64-bit ring.
 
 Spec, whole model (Tables 2, 3, 6): {"mode": "encoder", "weights": "<file>.npz", "cfg": {...},
 "combos": [[attention, activation], ...], "fits": {"softmax": [a, b], "2quad": [a, b]}, "length":
-n, "seed": 0, "protocol": ...}. For each combination ``encoder_ops.forward`` runs on a secret
-one-hot sentence of n tokens and the secret weights; the plaintext logits of the same function
-are the reference. In a dry run each combination runs the model's first layer only, booked as all
+n, "seed": 0, "protocol": ...}. For each combination the chapter's encoder (``encoder_ops.forward``)
+runs on a secret one-hot sentence of n tokens and the secret weights; the plaintext logits of the
+same function are the reference. In a dry run each combination runs the model's first layer only, booked as all
 of them (the layers have the same shapes; SPU compiles and runs the program whole, so the cut is in
 the program's size): BERT-Base's twelve would take minutes per combination on a CPU. A rough
 booking, as every dry run's: the embedding and the head, run once, are booked once per layer.
@@ -50,7 +50,8 @@ import time
 import numpy as np
 
 from privtrans.book import dry
-from privtrans.mpc_attention.normalisers import JaxOps, normalise
+from privtrans.mpc_attention.normalisers import FREEDIV, PAPER_FITS, PowerLaw, normalise
+from privtrans.mpc_attention.ops import JaxOps
 
 LINK = re.compile(r"Link details: total send bytes (\d+), recv bytes (\d+), send actions (\d+), recv actions (\d+)")
 PROTOCOLS = ("ABY3", "SEMI2K")
@@ -170,8 +171,10 @@ def run(spec: dict) -> list[dict]:
     for n in spec["lengths"]:
         x = (2.0 * rng.standard_normal((1, spec.get("heads", 4), n, n))).astype(np.float32)
         for kind in spec["kinds"]:
-            want = np.asarray(normalise(x.astype(np.float64), kind, ops))
-            out, m = _measure(sim, sim_jax, lambda s, k=kind: normalise(s, k, ops), [x], parties, protocol)
+            const = PAPER_FITS.get(FREEDIV.get(kind))
+            want = np.asarray(normalise(kind, x.astype(np.float64), None, const, ops))
+            out, m = _measure(sim, sim_jax, lambda s, k=kind, c=const: normalise(k, s, None, c, ops), [x], parties,
+                              protocol)
             rows.append({"kind": kind, "n": n, "heads": spec.get("heads", 4), "protocol": protocol, "parties": parties,
                          "framework": "SPU", **m,
                          "max_abs_err": float(np.abs(out - want).max()), "max_abs_plain": float(np.abs(want).max())})
@@ -210,13 +213,20 @@ def run_encoder(spec: dict) -> list[dict]:
     rng = np.random.default_rng(spec.get("seed", 0))
     ids = np.concatenate([[2], rng.integers(4, vocab, n - 2), [3]])
     onehot = np.eye(vocab, dtype=np.float32)[ids]
-    fits = encoder_ops.fits_from(spec.get("fits"))
+    fits = PAPER_FITS if spec.get("fits") is None else {k: PowerLaw(*map(float, v))
+                                                       for k, v in spec["fits"].items()}
     rows = []
     for att, act in spec["combos"]:
-        cfg = dict(spec["cfg"], n_layers=run_layers, attention=att, activation=act)
+        cfg = encoder_ops.EncoderConfig(**dict(spec["cfg"], n_layers=run_layers), attention=att,
+                                        activation=act, const=fits.get(FREEDIV.get(att)))
 
-        def fn(x, *w, cfg=cfg):
-            return encoder_ops.forward(dict(zip(names, w)), x, cfg, ops, fits)
+        def fn(onehot, *w, cfg=cfg):
+            """The client's one-hot tokens times the table, public positions, then the encoder."""
+            state = dict(zip(names, w))
+            emb = ops.matmul(onehot, state["tok.weight"]) + state["pos.weight"][:onehot.shape[0]] \
+                + state["typ.weight"][0]
+            p = encoder_ops.weights(state, cfg.n_layers, ops)
+            return encoder_ops.forward(p, emb, None, cfg, ops)["logits"]
 
         want = np.asarray(fn(onehot.astype(np.float64), *(weights[k].astype(np.float64) for k in names)))
         for _ in dry.loop(range(layers), "SPU forward layers") if dry.active() else range(1):

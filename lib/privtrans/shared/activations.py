@@ -3,8 +3,8 @@
 Each formula calls only ``square``, ``tanh`` and ``relu`` through an ``ops`` object and otherwise
 ``+`` and ``*`` by public constants. ``Methods`` (the default) calls them as tensor methods, which
 ``torch.Tensor`` and CrypTen's ``MPCTensor`` share; SPU's JAX front end passes an object with the
-same three functions (``privtrans.mpc_attention.normalisers.JaxOps``). No torch import, so SPU's
-own environment can import it.
+same three functions (the MPC-attention chapter's ``ops.JaxOps``). No torch import, so SPU's own
+environment can import it.
 
 - GeLU, tanh form: x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2 (the MPC-attention paper's eq. 5
   prints 0.047715; 0.044715 is Hendrycks and Gimpel's constant and the one every code base uses);
@@ -19,6 +19,11 @@ import math
 
 KINDS = ("gelu", "relu", "quad")
 GELU_K = 0.044715
+#: added to a ReLU attention's row sum, relu(x) / (sum relu(x) + eps), so that an all-negative row
+#: cannot divide by zero and CrypTen's Newton reciprocal stays in its range (MPCFormer's 1e-12 is
+#: below CrypTen's 2^-16 step). MERGE adds it to the raw sum (``models.plain_gpt``, ``mpc.layers``:
+#: sf2relu, thex); the MPC-attention chapter to the sum scaled by 1/n (its ``normalisers``).
+RELU_ATTENTION_EPS = 1e-2
 
 
 class Methods:

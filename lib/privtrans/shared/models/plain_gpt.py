@@ -58,6 +58,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from privtrans.shared.activations import RELU_ATTENTION_EPS
 from privtrans.shared.activations import activation as shared_activation
 
 ATTENTIONS = ("softmax", "sf2relu", "sf2quad", "thex", "constant")
@@ -68,9 +69,6 @@ NORMS = ("ln", "affine")
 #: the limit approximation (1 + x/2^8)^(2^8), which diverges for x < -256 (a -1e4 mask gives
 #: errors ~1e8); after max-subtraction exp(-30) is below the 2^-16 fixed-point step anyway.
 MASK_VALUE = -30.0
-#: sf2relu / thex denominators get this added, so that an all-zero row cannot divide by zero and
-#: CrypTen's Newton reciprocal stays in its convergence range.
-DENOM_EPS = 1e-2
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ def attention_probs(kind: str, scores, mask01, thex_w=None, c: float = 5.0):
         return torch.softmax(scores + (1.0 - mask01) * MASK_VALUE, dim=-1)
     if kind == "sf2relu":
         num = F.relu(scores) * mask01
-        return num / (num.sum(-1, keepdim=True) + DENOM_EPS)
+        return num / (num.sum(-1, keepdim=True) + RELU_ATTENTION_EPS)
     if kind == "sf2quad":
         num = (scores + c) ** 2 * mask01
         return num / num.sum(-1, keepdim=True)

@@ -36,8 +36,8 @@ import math
 import torch
 
 from privtrans.book import dry
-from privtrans.shared.activations import activation
-from privtrans.shared.models.plain_gpt import DENOM_EPS, MASK_VALUE, TinyGPT, causal_mask
+from privtrans.shared.activations import RELU_ATTENTION_EPS, activation
+from privtrans.shared.models.plain_gpt import MASK_VALUE, TinyGPT, causal_mask
 
 from . import compat
 from .meter import NullMeter
@@ -144,7 +144,7 @@ class SecureGPT:
             if kind == "thex":
                 return num * (s * p["thex_w"][0] + p["thex_w"][1])
             if kind == "sf2relu":
-                s = s + DENOM_EPS
+                s = s + RELU_ATTENTION_EPS
             with self.cr.cfg.temp_override({"functions.reciprocal_all_pos": True}):  # sums are > 0
                 return num * s.reciprocal()
 
