@@ -49,3 +49,71 @@ def test_a_broken_layer_fails_the_contract(tmp_path, module, line):
     target.write_text(target.read_text() + f"\n{line}  # noqa\n")
     proc = lint(tmp_path)
     assert proc.returncode != 0 and "BROKEN" in proc.stdout, proc.stdout[-2000:]
+
+
+def _layer(module: str) -> str | None:
+    """A privtrans module's layer: its chapter's key, "shared" or "book"; None for the package
+    itself, its attributes (``privtrans.__version__``) and names of no layer."""
+    top = module.split(".")[1] if module.count(".") else None
+    return top if top in chapters.KEYS or top in ("shared", "book") else None
+
+
+def _may_name(module: str, named: str) -> bool:
+    """A chapter names its own modules, the mechanisms and the machinery; a mechanism the
+    mechanisms and the machinery; the machinery itself only."""
+    mine, theirs = _layer(module), _layer(named)
+    if mine is None or theirs is None:
+        return True
+    return theirs == mine or theirs == "book" or (theirs == "shared" and mine != "book")
+
+
+def test_no_module_imports_or_names_a_module_outside_its_layer():
+    """What import-linter cannot see: a module named in a string (a subprocess's ``-m`` module, a
+    "module:function" party, a docstring) is run, or at least followed by both caches, as an import
+    (book/imports.py). Every such name goes down the layers, as the imports do."""
+    from privtrans.book.imports import import_graph
+
+    graph = import_graph(REPO / "lib" / "privtrans")
+    wrong = sorted((m, d) for m, (_, deps) in graph.items() for d in deps if not _may_name(m, d))
+    assert wrong == []
+    # the check reads strings: a mechanism that names a chapter's module fails it
+    assert not _may_name("privtrans.shared.mpc.runner", "privtrans.merge.private")
+    assert not _may_name("privtrans.dp_icl.task", "privtrans.merge.data")
+    assert _may_name("privtrans.merge.private", "privtrans.shared.mpc.runner")
+
+
+def _built_imports(root: Path) -> list[str]:
+    """Where a module under ``root`` imports a name it puts together from parts (an f-string, a sum,
+    ``.format``): a name no check of strings can read."""
+    import ast
+
+    built = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            called = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and getattr(called, "attr", getattr(called, "id", None)) in (
+                    "import_module", "__import__", "run_module"):
+                arg = node.args[0] if node.args else None
+                if isinstance(arg, (ast.JoinedStr, ast.BinOp)) or (
+                        isinstance(arg, ast.Call) and getattr(arg.func, "attr", None) == "format"):
+                    built.append(f"{path.relative_to(root)}:{node.lineno}")
+    return built
+
+
+def test_the_machinery_reaches_a_chapter_only_by_its_declared_modules():
+    """The registry declares each chapter's readouts module (what a session watches); each is a module
+    of that chapter's own package, and ``Chapter.module`` is the one place such a name is put
+    together: no other import builds its module's name."""
+    for c in chapters.CHAPTERS:
+        name = c.module(c.readouts)
+        assert _layer(name) == c.key and name.startswith(f"privtrans.{c.key}."), name
+        assert (REPO / "lib" / Path(*name.split("."))).with_suffix(".py").is_file(), name
+    assert _built_imports(REPO / "lib" / "privtrans") == []
+
+
+def test_a_name_built_to_be_imported_is_found(tmp_path):
+    """The session's import before the registry declared readouts fails the check."""
+    (tmp_path / "session.py").write_text('import importlib\n\n\ndef start(chapter):\n'
+                                         '    return importlib.import_module(f"privtrans.{chapter}.readouts")\n')
+    (tmp_path / "fine.py").write_text('import importlib\nimportlib.import_module("privtrans.book.dry")\n')
+    assert _built_imports(tmp_path) == ["session.py:5"]

@@ -7,6 +7,12 @@ stops if the two disagree), the Makefile's usage text, the landing page and the 
 
 A chapter's key names its folder everywhere: ``notebooks/<key>/``, ``data/<key>/``,
 ``lib/privtrans/<key>/``, ``book/<key>.md``.
+
+The machinery imports no chapter (the import contracts in ``pyproject.toml``), except by the names
+declared here: a chapter's ``readouts`` module, which a notebook session watches so that each claim
+links the readout that computed its value (``session.start``, ``producers``). ``Chapter.module``
+is the one place a chapter's module name is put together, and tests/test_layers.py checks that each
+declared name is a module of that chapter's own package.
 """
 
 from __future__ import annotations
@@ -23,19 +29,31 @@ class ParameterError(ValueError):
     """A parameter (profile, seed, chapter) with a value it cannot take."""
 
 
+PACKAGE = "privtrans"
+
+
 @dataclass(frozen=True)
 class Chapter:
     key: str
     title: str  # what the chapter is about, one line (landing page)
     cite: str  # the paper's key in book/references.bib
+    readouts: str  # its module of readouts (what the notebooks record), within its package
+
+    def module(self, name: str) -> str:
+        """The dotted name of the chapter's own module ``name`` (``lib/privtrans/<key>/<name>.py``)."""
+        return f"{PACKAGE}.{self.key}.{name}"
 
 
 CHAPTERS: tuple[Chapter, ...] = (
-    Chapter("dpformer", "DP training of Transformers on long-tailed data: Phantom Clipping, Re-Attention", "dpformer"),
-    Chapter("taft", "Tangent (linearised) Transformers: composition, unlearning, DP fine-tuning", "taft"),
-    Chapter("merge", "Fast private text generation under 2-party MPC", "merge"),
-    Chapter("dp_icl", "NoisyHead: DP pre-training of a linear attention head for in-context learning", "dpicl"),
-    Chapter("mpc_attention", "MPC-friendly attention (freeDiv / 2Quad), Quad GeLU, distillation", "mpcattention"),
+    Chapter("dpformer", "DP training of Transformers on long-tailed data: Phantom Clipping, Re-Attention", "dpformer",
+            readouts="readouts"),
+    Chapter("taft", "Tangent (linearised) Transformers: composition, unlearning, DP fine-tuning", "taft",
+            readouts="readouts"),
+    Chapter("merge", "Fast private text generation under 2-party MPC", "merge", readouts="readouts"),
+    Chapter("dp_icl", "NoisyHead: DP pre-training of a linear attention head for in-context learning", "dpicl",
+            readouts="readouts"),
+    Chapter("mpc_attention", "MPC-friendly attention (freeDiv / 2Quad), Quad GeLU, distillation", "mpcattention",
+            readouts="readouts"),
 )
 KEYS: tuple[str, ...] = tuple(c.key for c in CHAPTERS)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from privtrans import __version__
 
-from . import dry, producers, profiles
+from . import chapters, dry, producers, profiles
 from .paths import generated_dir, repo_root
 
 
@@ -150,11 +150,9 @@ def start(chapter: str, notebook: str, profile, seed, experiment: str | None = N
     cfg = profiles.settings(chapter, experiment or notebook, profile)
     rng = seed_everything(seed)
     producers.forget()
-    try:  # every chapter has one; a claim links to the readout that computed its value
-        producers.watch(importlib.import_module(f"privtrans.{chapter}.readouts"))
-    except ModuleNotFoundError as e:
-        if e.name != f"privtrans.{chapter}.readouts":
-            raise
+    # a claim links to the readout that computed its value: the chapter's declared readouts module
+    declared = chapters.get(chapter)
+    producers.watch(importlib.import_module(declared.module(declared.readouts)))
     outdir = generated_dir(chapter, repo_root()) / notebook
     return Session(chapter, notebook, profile, seed, cfg, rng, outdir)
 

@@ -3,7 +3,7 @@
 - the notebook's source, the profile and the seed;
 - its chapter: the package ``lib/privtrans/<chapter>/`` (profile tables included) and
   ``data/<chapter>/`` (except the claims files and READMEs, which are judged after the notebooks ran);
-- the mechanisms it uses: every module of ``privtrans.shared`` that the chapter package or the
+- the mechanisms it uses: every module of ``lib/privtrans/shared/`` that the chapter package or the
   notebook imports, followed through their own imports;
 - the machinery that runs inside a notebook: ``privtrans/__init__.py`` and ``privtrans/book/``
   except ``pipeline/`` and ``claims.py`` (they run after the notebooks, so are no input of any).

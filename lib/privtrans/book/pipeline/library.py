@@ -41,7 +41,7 @@ def defines(source: str) -> list[tuple[str, int]]:
 
 
 def label(qualname: str) -> str:
-    """The Sphinx label of a top-level definition's section ("lib-privtrans.taft.readouts.table1"), for
+    """The Sphinx label of a top-level definition's section ("lib-privtrans.<chapter>.readouts.<name>"), for
     ``{ref}`` links from other pages (a claim row links the readout that computed its value). Sphinx
     labels ignore case, and a module may define both ``Bench`` and ``bench``: an upper-case letter
     is written as "-" and the letter ("-bench"), which no Python name can be."""

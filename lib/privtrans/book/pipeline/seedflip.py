@@ -24,7 +24,7 @@ from ..chapters import check_profile, check_seed, get
 from ..paths import repo_root
 from .compare import count, differences
 
-SPU_ENV = "PRIVTRANS_SPU_PYTHON"  # privtrans.mpc_attention.spu reads it (the machinery imports no chapter)
+SPU_ENV = "PRIVTRANS_SPU_PYTHON"  # the MPC-attention chapter's spu module reads it (the machinery imports no chapter)
 COPY_IGNORE = shutil.ignore_patterns(".venv", ".venv-*", "_build", "_executed", "_generated", ".git",
                                      "__pycache__", ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
 

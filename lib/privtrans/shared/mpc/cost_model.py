@@ -124,7 +124,7 @@ DIVISION = dict(per_t=16, per_row=624, rounds=29)
 def normaliser_cost(kind: str, rows: int, t: int) -> tuple[int, int]:
     """(bytes, rounds) per party of one 2PC attention normaliser over ``rows`` rows of length t.
 
-    Kinds of ``privtrans.mpc_attention.attention``: softmax, 2relu, 2quad (with the reciprocal),
+    Kinds of the MPC-attention chapter's normalisers: softmax, 2relu, 2quad (with the reciprocal),
     scaling (public division: local), softmax_freediv (softmax without the division),
     2quad_freediv (one square). Public masks and public scalings are local in 2PC.
     """
