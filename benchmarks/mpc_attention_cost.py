@@ -11,7 +11,7 @@ import argparse
 
 import pandas as pd
 
-from privtrans.mpc_attention import attention as A
+from privtrans.mpc_attention import attention
 from privtrans.mpc_attention import cost, spu
 
 
@@ -26,7 +26,7 @@ def main(argv=None):
         df = cost.measure(a.ns, a.heads, parties=parties, reps=1, timeout=600)
         frames.append(df.assign(parties=f"{parties}PC measured")[closed.columns.tolist()])
     for protocol in spu.PROTOCOLS:
-        rows = spu.normaliser_cost(list(A.ATTENTIONS), a.ns, a.heads, 0, protocol)
+        rows = spu.normaliser_cost(list(attention.ATTENTIONS), a.ns, a.heads, 0, protocol)
         df = pd.DataFrame(rows).rename(columns={"kind": "variant"}).assign(parties=f"SPU {protocol}")
         frames.append(df[closed.columns.tolist()])
     print(f"{'back-end':18s} {'n':>4s} {'variant':16s} {'rounds':>8s} {'/softmax':>9s} {'bytes':>12s} {'/softmax':>9s}")
@@ -34,7 +34,7 @@ def main(argv=None):
         for (p, n), g in f.groupby(["parties", "n"], sort=False):
             base = g[g.variant == "softmax"].iloc[0]
             for _, r in g.iterrows():
-                print(f"{p:18s} {n:4d} {A.LABELS[r.variant]:16s} {r.rounds:8.0f} {r.rounds / base.rounds:9.3f} "
+                print(f"{p:18s} {n:4d} {attention.LABELS[r.variant]:16s} {r.rounds:8.0f} {r.rounds / base.rounds:9.3f} "
                       f"{r.bytes:12.0f} {r.bytes / base.bytes:9.3f}")
 
 

@@ -25,8 +25,8 @@ import time
 import torch
 
 from privtrans.book.profiles import settings
-from privtrans.taft import experiments as X
-from privtrans.taft import finetune as FT
+from privtrans.taft import experiments
+from privtrans.taft import finetune
 
 SCHEDULE = {"batch": 32, "lr": 0.03}
 LOOPS = {  # method: (the row's name, the ci spec's settings)
@@ -38,7 +38,7 @@ LOOPS = {  # method: (the row's name, the ci spec's settings)
 
 def _bench():
     cfg = settings("taft", "cost", "ci")
-    bench = X.Bench(cfg["backbone"], cfg["backbone_seed"], cfg["task_cfg"], cfg["train_per_class"])
+    bench = experiments.Bench(cfg["backbone"], cfg["backbone_seed"], cfg["task_cfg"], cfg["train_per_class"])
     return bench, cfg["task"]
 
 
@@ -54,20 +54,20 @@ def measure(k: int = 5, epochs: int = 2, methods=("taft", "nlft", "fc"), repeats
     rows = []
     for method in methods:
         name, over = LOOPS[method]
-        spec = FT.FitSpec(**{**SCHEDULE, **over, "epochs": epochs, "decay_at": (max(1, epochs - 1),)})
+        spec = finetune.FitSpec(**{**SCHEDULE, **over, "epochs": epochs, "decay_at": (max(1, epochs - 1),)})
         x, y, _, _ = bench.features(task, bench.cut(spec))
-        models = lambda: [FT.make_model(bench.vit, spec, classes, init_seed=s) for s in seeds]  # noqa: E731
+        models = lambda: [finetune.make_model(bench.vit, spec, classes, init_seed=s) for s in seeds]  # noqa: E731
         warm = spec.with_(epochs=1)  # the first calls of a process pay for allocations and dispatch caches
-        FT.fit(models()[0], x[:256], y[:256], warm, 0, classes)
-        FT.fit_together(models()[:2], x[:256], y[:256], warm, seeds[:2], classes)
+        finetune.fit(models()[0], x[:256], y[:256], warm, 0, classes)
+        finetune.fit_together(models()[:2], x[:256], y[:256], warm, seeds[:2], classes)
         xk, yk = x.repeat(k, *([1] * (x.dim() - 1))), y.repeat(k)
         wide = spec.with_(batch=spec.batch * k)  # same steps as one seed, k seeds' examples in each
         best = {c + sfx: float("inf") for c in ("one", "apart", "together", "floor") for sfx in ("", "_cpu")}
         for _ in range(repeats):  # interleaved, the least of each: load on a shared machine only adds
-            for col, run in (("one", lambda m: FT.fit(m[0], x, y, spec, seeds[0], classes)),
-                             ("apart", lambda m: [FT.fit(mi, x, y, spec, s, classes) for mi, s in zip(m, seeds)]),
-                             ("together", lambda m: FT.fit_together(m, x, y, spec, seeds, classes)),
-                             ("floor", lambda m: FT.fit(m[0], xk, yk, wide, seeds[0], classes))):
+            for col, run in (("one", lambda m: finetune.fit(m[0], x, y, spec, seeds[0], classes)),
+                             ("apart", lambda m: [finetune.fit(mi, x, y, spec, s, classes) for mi, s in zip(m, seeds)]),
+                             ("together", lambda m: finetune.fit_together(m, x, y, spec, seeds, classes)),
+                             ("floor", lambda m: finetune.fit(m[0], xk, yk, wide, seeds[0], classes))):
                 m = models()
                 c0, t0 = time.process_time(), time.perf_counter()
                 run(m)

@@ -19,7 +19,7 @@ import torch
 
 from privtrans.book import profiles
 from privtrans.mpc_attention import data
-from privtrans.mpc_attention import experiments as X
+from privtrans.mpc_attention import experiments
 from privtrans.mpc_attention import train
 
 
@@ -31,11 +31,11 @@ def main():
     torch.set_num_threads(1)
     s = profiles.settings("mpc_attention", "table4_5_tasks", "ci")
     combos = [tuple(c) for c in s["combos"]]
-    task = X.load_task(a.task, s["tasks"], 0)
+    task = experiments.load_task(a.task, s["tasks"], 0)
     n = a.n_train
     task = replace(task, train=data.Split(task.train.ids[:n], task.train.mask[:n], task.train.types[:n],
                                           task.train.y[:n]))
-    teacher, _ = train.train_teacher(task, X.model_config(task, s["tasks"]), 1, seed=0)
+    teacher, _ = train.train_teacher(task, experiments.model_config(task, s["tasks"]), 1, seed=0)
     kw = dict(epochs1=1, epochs2=1, seed=0)
 
     def students():

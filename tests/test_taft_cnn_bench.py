@@ -109,7 +109,7 @@ def test_splits_are_the_stem_features_and_computed_once(cache, monkeypatch):
     b = bench(cache)
     calls = []
     real = C.features
-    monkeypatch.setattr(CB.C, "features", lambda cnn, x: calls.append(len(x)) or real(cnn, x))
+    monkeypatch.setattr(CB.cnn, "features", lambda cnn, x: calls.append(len(x)) or real(cnn, x))
     t = b.task("textures")
     assert (len(t.y_train), len(t.y_test), t.classes) == (N_TRAIN, N_TEST, CLASSES)
     x, y, xt, yt = b.split("textures", "test")

@@ -77,7 +77,7 @@ import yaml
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
-from . import verdicts as V
+from . import verdicts
 from .paper_values import PaperValueError, lookup
 from .paths import data_dir
 
@@ -127,12 +127,12 @@ def _problems(c: dict) -> list[str]:
         elif not _number(c.get("margin")):
             out.append("has an interval but no numeric margin (state it, even 0) or band")
         need = c.get("need", "all")
-        if not V.need_allowed(need):
+        if not verdicts.need_allowed(need):
             out.append(f"has need {need!r}; allowed values are all, any, 'all but K' or a positive count of cells")
         if "effect" in c and not _number(c["effect"]):
             out.append(f"has a non-numeric effect {c['effect']!r}")
-        if c.get("lost_seeds", "count") not in V.LOST_SEED_RULES:
-            out.append(f"has lost_seeds {c['lost_seeds']!r}; allowed values are {', '.join(V.LOST_SEED_RULES)}")
+        if c.get("lost_seeds", "count") not in verdicts.LOST_SEED_RULES:
+            out.append(f"has lost_seeds {c['lost_seeds']!r}; allowed values are {', '.join(verdicts.LOST_SEED_RULES)}")
         if "paper_inputs" in c or "exact" in c:
             out.append("has paper_inputs or exact, which apply to predicate claims only")
     else:
@@ -234,7 +234,7 @@ def expression(text: str, env: dict):
 
 
 EVAL_ERRORS = (AttributeError, KeyError, NameError, TypeError, ValueError, ZeroDivisionError, IndexError,
-               InvalidExpression, V.ClaimShapeError)
+               InvalidExpression, verdicts.ClaimShapeError)
 
 
 def truth(text: str, env: dict) -> bool:
@@ -270,25 +270,25 @@ def rule(c: dict) -> dict:
 
 def judge(c: dict, cells) -> tuple[str, str]:
     """(verdict, reason) of an interval claim on its cells."""
-    return V.judge_intervals(cells, effect=c.get("effect"), **rule(c))
+    return verdicts.judge_intervals(cells, effect=c.get("effect"), **rule(c))
 
 
 def decide(c: dict, env: dict) -> tuple[str, str, dict | None]:
     """(verdict, computed reason, the cells: None for a predicate claim) of one claim over the recorded
     values in ``env``. An interval claim's cells are read even when its precondition fails, so the
     summary and the forest plot still show them."""
-    cells = V.cells(_plain(expression(c["interval"], env))) if "interval" in c else None
+    cells = verdicts.cells(_plain(expression(c["interval"], env))) if "interval" in c else None
     if c.get("precondition"):
         ready = truth(c["precondition"], env)
         if not ready:
-            terms = V.explain(c["precondition"], lambda t: expression(t, env))
+            terms = verdicts.explain(c["precondition"], lambda t: expression(t, env))
             shown = "; ".join(s for t, s in terms if t is not True) or c["precondition"]
             what = f" ({c['precondition_why']})" if c.get("precondition_why") else ""
-            return V.NOT_JUDGED, f"not judged: the setting cannot show the effect{what}: {shown}", cells
+            return verdicts.NOT_JUDGED, f"not judged: the setting cannot show the effect{what}: {shown}", cells
     if cells is not None:
         return (*judge(c, cells), cells)
     held = truth(c["predicate"], env)
-    return (V.HELD if held else V.CONTRADICTED), V.predicate_reason(c["predicate"], held,
+    return (verdicts.HELD if held else verdicts.CONTRADICTED), verdicts.predicate_reason(c["predicate"], held,
                                                                      lambda t: expression(t, env)), None
 
 
@@ -313,7 +313,7 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
                "compares": c.get("compares"), "gate_reads": c.get("gate_reads"),
                "deviation": c.get("deviation", ""), "kind_why": c.get("kind_why", ""),
                "reading": c.get("reading", ""), "reading_value": None,
-               "value": None, "verdict": V.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
+               "value": None, "verdict": verdicts.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
                "paper_self_test": None}
         rows.append(row)
         if has_paper_numbers(c):
@@ -350,12 +350,12 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
                 row["reading"] = ""
                 row["reading_value"] = f"cannot evaluate: {type(e).__name__}: {e}"
         judged = c.get("profiles")
-        if judged and profile not in judged and verdict != V.NOT_JUDGED:
+        if judged and profile not in judged and verdict != verdicts.NOT_JUDGED:
             row["reason"] = (f"not judged at profile {profile!r} (judged at {', '.join(judged)}); "
                              f"it would read: {reason}")
             continue
         row["verdict"], row["reason"] = verdict, reason
-        row["held"] = None if verdict == V.NOT_JUDGED else verdict == V.HELD
+        row["held"] = None if verdict == verdicts.NOT_JUDGED else verdict == verdicts.HELD
     return rows
 
 
@@ -395,11 +395,11 @@ def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[st
         P = lookup(chapter, root)
         ev = EvalWithCompoundTypes(functions=dict(FUNCTIONS, P=P), names={"P": P, "math": MATH})
         r = rule(c)
-        return V.judge_points(ev.eval(c["paper_test"]), r["margin"], r["need"], r["band"])
+        return verdicts.judge_points(ev.eval(c["paper_test"]), r["margin"], r["need"], r["band"])
     env = paper_env(chapter, c, root)
     held = truth(c["predicate"], env)
-    return ((V.HELD if held else V.CONTRADICTED),
-            "on the paper's numbers: " + V.predicate_reason(c["predicate"], held, lambda t: expression(t, env)))
+    return ((verdicts.HELD if held else verdicts.CONTRADICTED),
+            "on the paper's numbers: " + verdicts.predicate_reason(c["predicate"], held, lambda t: expression(t, env)))
 
 
 def has_paper_numbers(c: dict) -> bool:
@@ -410,7 +410,7 @@ def tally(rows: list[dict]) -> dict:
     """Counts per kind: {'reproduction': {'held', 'contradicted', 'inconclusive', 'not_judged', 'total'}, ...}."""
     out = {}
     for kind in KINDS:
-        counts = V.tally([r.get("verdict", V.NOT_JUDGED) for r in rows if r.get("kind") == kind])
+        counts = verdicts.tally([r.get("verdict", verdicts.NOT_JUDGED) for r in rows if r.get("kind") == kind])
         out[kind] = {k.replace(" ", "_"): n for k, n in counts.items()}
         out[kind]["total"] = sum(counts.values())
     return out
@@ -418,7 +418,7 @@ def tally(rows: list[dict]) -> dict:
 
 def counts_line(t: dict) -> str:
     """'12 held, 3 contradicted, 5 inconclusive, 2 not judged' for one kind's tally."""
-    return ", ".join(f"{t[k.replace(' ', '_')]} {k}" for k in V.VERDICTS)
+    return ", ".join(f"{t[k.replace(' ', '_')]} {k}" for k in verdicts.VERDICTS)
 
 
 def fmt(v) -> str:
@@ -429,7 +429,7 @@ def fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, dict) and {"mean", "lo", "hi", "n"} <= set(v):
-        return V.describe_cell("", v)
+        return verdicts.describe_cell("", v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(fmt(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -437,8 +437,8 @@ def fmt(v) -> str:
     return str(v)
 
 
-MARK = {V.HELD: "**held**", V.CONTRADICTED: "**contradicted**", V.INCONCLUSIVE: "*inconclusive*",
-        V.NOT_JUDGED: "*not judged*"}
+MARK = {verdicts.HELD: "**held**", verdicts.CONTRADICTED: "**contradicted**", verdicts.INCONCLUSIVE: "*inconclusive*",
+        verdicts.NOT_JUDGED: "*not judged*"}
 
 
 def _without_verdict(reason: str, verdict: str) -> str:
@@ -509,7 +509,7 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
                         f"{', '.join(r.get('compares') or [])}.*")
             paper = fmt(r["paper_value"])
             if r.get("paper_self_test"):
-                paper += (" *(the paper's own numbers pass this test)*" if r["paper_self_test"] == V.HELD else
+                paper += (" *(the paper's own numbers pass this test)*" if r["paper_self_test"] == verdicts.HELD else
                           f" *(the paper's own numbers: {r['paper_self_test']})*")
             ours_value = fmt(r["value"])
             if r.get("measured_in"):
@@ -553,7 +553,7 @@ def lint(chapter: str, root: Path | None = None) -> list[str]:
         except (PaperValueError, *EVAL_ERRORS) as e:
             out.append(f"{chapter}/{c['id']}: paper_test cannot be evaluated: {type(e).__name__}: {e}")
             continue
-        if verdict != V.HELD:
+        if verdict != verdicts.HELD:
             out.append(f"{chapter}/{c['id']}: the paper fails its own claim: {reason}")
     return out
 

@@ -37,8 +37,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import claims as C
-from . import verdicts as V
+from . import claims
+from . import verdicts
 from .paired import paired_difference, t_interval
 
 DRAWS = 400  # per trial: a held rate of 2.5 % is then read to about ±0.8 %
@@ -86,7 +86,7 @@ def _spec(recorded: Mapping | None, names: list[str]) -> tuple[list[str], np.nda
         cell = (recorded or {}).get(name) or {}
         n = int(cell.get("n") or 0)
         ns.append(n if n >= 2 else FALLBACK_N)
-        sds.append(V.sd_of(cell) if n >= 2 and cell.get("lo") is not None else None)
+        sds.append(verdicts.sd_of(cell) if n >= 2 and cell.get("lo") is not None else None)
     known = [s for s in sds if s is not None and s > 0]
     if known:
         fill = float(np.median(known))
@@ -100,7 +100,7 @@ def _spec(recorded: Mapping | None, names: list[str]) -> tuple[list[str], np.nda
 def paper_effects(c: dict, names: list[str], chapter: str, root=None) -> tuple[np.ndarray | None, str | None]:
     """The paper's difference per cell in our units: ``effect`` for every cell, else the claim's
     ``paper_test`` values (matched by cell name, else by position, else their median for every cell)."""
-    if C._number(c.get("effect")):
+    if claims._number(c.get("effect")):
         return np.full(len(names), float(c["effect"])), "effect"
     if not c.get("paper_test"):
         return None, None
@@ -110,11 +110,11 @@ def paper_effects(c: dict, names: list[str], chapter: str, root=None) -> tuple[n
         from .paper_values import lookup
 
         P = lookup(chapter, root)
-        value = EvalWithCompoundTypes(functions=dict(C.FUNCTIONS, P=P), names={"P": P, "math": C.MATH}).eval(
+        value = EvalWithCompoundTypes(functions=dict(claims.FUNCTIONS, P=P), names={"P": P, "math": claims.MATH}).eval(
             c["paper_test"])
     except Exception:  # a paper_test that cannot run is the paper self-test's failure, reported there
         return None, None
-    if C._number(value):
+    if claims._number(value):
         return np.full(len(names), float(value)), "paper_test"
     points = ({str(k): float(v) for k, v in value.items()} if isinstance(value, Mapping) else
               {str(i): float(v) for i, v in enumerate(value)})
@@ -127,17 +127,17 @@ def paper_effects(c: dict, names: list[str], chapter: str, root=None) -> tuple[n
 
 def _rates(c: dict, names, ns, sds, truth, rng, draws: int) -> dict[str, float]:
     """Verdict rates of the claim's own rule on ``draws`` sets of cells drawn around ``truth``."""
-    r = C.rule(c)
+    r = claims.rule(c)
     draws_cells = []
     for name, n, sd, mu in zip(names, ns, sds, truth):
         d = mu + sd * rng.standard_normal((draws, int(n)))
         mean, lo, hi = t_interval(d)
         draws_cells.append((name, int(n), mean, lo, hi))
-    counts = {v: 0 for v in V.VERDICTS}
+    counts = {v: 0 for v in verdicts.VERDICTS}
     for j in range(draws):
         cells = {name: {"mean": float(m[j]), "lo": float(lo[j]), "hi": float(hi[j]), "n": n, "planned": n,
                         "confidence": 0.95} for name, n, m, lo, hi in draws_cells}
-        counts[V.family_verdict(cells, **r)[0]] += 1
+        counts[verdicts.family_verdict(cells, **r)[0]] += 1
     return {v: k / draws for v, k in counts.items()}
 
 
@@ -145,11 +145,11 @@ def _exact(c: dict, names, ns, truth) -> str:
     """The claim's verdict on cells at ``truth`` with no spread at all."""
     cells = {name: {"mean": float(mu), "lo": float(mu), "hi": float(mu), "n": int(n), "planned": int(n),
                     "confidence": 0.95} for name, n, mu in zip(names, ns, truth)}
-    return V.family_verdict(cells, **C.rule(c))[0]
+    return verdicts.family_verdict(cells, **claims.rule(c))[0]
 
 
 def _edges(c: dict) -> list[float]:
-    r = C.rule(c)
+    r = claims.rule(c)
     return [r["margin"]] if r["band"] is None else list(r["band"])
 
 
@@ -166,7 +166,7 @@ def interval_trials(c: dict, recorded: Mapping | None, chapter: str, root=None, 
     edges = _edges(c)
     edge = edges[0]
     # (a) the null: every cell on the edge of what the claim says (for a band, each edge in turn)
-    res.null_held = max(_rates(c, names, ns, sds, np.full(len(names), e), rng, draws)[V.HELD] for e in edges)
+    res.null_held = max(_rates(c, names, ns, sds, np.full(len(names), e), rng, draws)[verdicts.HELD] for e in edges)
     if res.null_held > NOMINAL:
         res.fail(f"null: held in {res.null_held:.1%} of {draws} draws with every cell at {edge:+.3g} (at most "
                  f"{NOMINAL:.0%})")
@@ -174,15 +174,15 @@ def interval_trials(c: dict, recorded: Mapping | None, chapter: str, root=None, 
     effect, res.effect_from = paper_effects(c, names, chapter, root)
     beyond = None
     if effect is not None:
-        band = C.rule(c)["band"]
+        band = claims.rule(c)["band"]
         beyond = ((band[0] < effect) & (effect < band[1])) if band is not None else effect > edge
         if not beyond.all():
             res.notes.append("the paper's own effect does not clear the claim's test in every cell (the paper "
                              "self-test says so)")
         if not res.spread_from.startswith("no recorded"):
-            res.paper_held = _rates(c, names, ns, sds, effect, rng, draws)[V.HELD]
+            res.paper_held = _rates(c, names, ns, sds, effect, rng, draws)[verdicts.HELD]
         exact = _exact(c, names, ns, effect)
-        if beyond.all() and exact != V.HELD:
+        if beyond.all() and exact != verdicts.HELD:
             res.fail(f"the paper's effect with no spread at all is {exact}, not held")
     # (c) the reversal: the paper's effect mirrored about the edge; the observed size where it has none
     if effect is not None and beyond is not None and beyond.any():
@@ -193,11 +193,11 @@ def interval_trials(c: dict, recorded: Mapping | None, chapter: str, root=None, 
         reversed_ = edge - np.maximum(np.array(obs, float), half)
         res.notes.append("the reversal is at the observed size (the paper states none in our units)")
     rev = _rates(c, names, ns, sds, reversed_, rng, draws)
-    res.reversal_held, res.reversal_contradicted = rev[V.HELD], rev[V.CONTRADICTED]
+    res.reversal_held, res.reversal_contradicted = rev[verdicts.HELD], rev[verdicts.CONTRADICTED]
     if res.reversal_held > NOMINAL:
         res.fail(f"reversal: held in {res.reversal_held:.1%} of {draws} draws (at most {NOMINAL:.0%})")
     exact_rev = _exact(c, names, ns, reversed_)
-    if exact_rev != V.CONTRADICTED:
+    if exact_rev != verdicts.CONTRADICTED:
         res.fail(f"reversal with no spread is {exact_rev}, not contradicted: this test cannot contradict the claim")
     # (d) one seed lost, through the book's paired interval
     lost = _lost_seed(c, names, ns, sds, effect if effect is not None and beyond.all() else None, edge)
@@ -208,7 +208,7 @@ def interval_trials(c: dict, recorded: Mapping | None, chapter: str, root=None, 
 
 def _lost_seed(c: dict, names, ns, sds, effect, edge) -> str | None:
     """A clear effect in every cell, one seed of each lost: the claim's verdict must count them."""
-    r = C.rule(c)
+    r = claims.rule(c)
     big = np.maximum(sds, 1e-9) * 50  # far beyond the margin: held but for the lost seed
     truth = effect if effect is not None else (
         np.full(len(names), (r["band"][0] + r["band"][1]) / 2) if r["band"] is not None else edge + big)
@@ -220,14 +220,14 @@ def _lost_seed(c: dict, names, ns, sds, effect, edge) -> str | None:
         a = list(truth[i] + spread * rng.standard_normal(n))
         a[0] = None
         cells[name] = paired_difference(a, [0.0] * n).as_dict()
-    verdict, reason = C.judge(c, cells)
+    verdict, reason = claims.judge(c, cells)
     first = cells[names[0]]
     if first["planned"] != first["n"] + 1:
         return "lost seed: the cell does not keep the lost seed in its count"
     of = f"n = {first['n']} of {first['planned']}"
     if of not in reason:
         return f"lost seed: the reason does not say {of!r}: {reason[:200]}"
-    if r["lost_seeds"] == "count" and verdict == V.HELD:
+    if r["lost_seeds"] == "count" and verdict == verdicts.HELD:
         return "lost seed: held on the seeds that survived, though a lost run counts as a failed one"
     return None
 
@@ -288,7 +288,7 @@ def _value(env, path):
 
 def threshold(c: dict, env: dict) -> tuple[bool, str | None]:
     """(the predicate's truth on ``env``, the nearest change of one value it reads that turns it)."""
-    base = C.truth(c["predicate"], env)
+    base = claims.truth(c["predicate"], env)
     best = None
     for path in read_paths(c["predicate"], env):
         try:
@@ -330,8 +330,8 @@ def _moved(x: float, sign: int, size: float) -> float:
 
 def _turns(c: dict, env: dict, path: str, value, base: bool):
     try:
-        return C.truth(c["predicate"], _set(env, path, value)) != base or None
-    except C.EVAL_ERRORS:
+        return claims.truth(c["predicate"], _set(env, path, value)) != base or None
+    except claims.EVAL_ERRORS:
         return None
 
 
@@ -342,7 +342,7 @@ def predicate_trials(c: dict, env: dict | None, chapter: str, root=None) -> Resu
     base_env, source = None, None
     if c.get("paper_inputs"):
         try:
-            base_env, source = C.paper_env(chapter, c, root), "the paper's numbers"
+            base_env, source = claims.paper_env(chapter, c, root), "the paper's numbers"
         except Exception as e:  # noqa: BLE001 - named in the failure
             res.fail(f"the paper's inputs cannot be read: {type(e).__name__}: {e}")
             return res
@@ -353,13 +353,13 @@ def predicate_trials(c: dict, env: dict | None, chapter: str, root=None) -> Resu
         return res
     try:
         held, res.threshold = threshold(c, base_env)
-    except C.EVAL_ERRORS as e:
+    except claims.EVAL_ERRORS as e:
         if source.startswith("this build"):  # e.g. a value not computed at this profile
             res.notes.append(f"cannot run on this build's values: {type(e).__name__}: {e}")
             return res
         res.fail(f"the predicate cannot be evaluated on {source}: {type(e).__name__}: {e}")
         return res
-    res.paper_verdict = V.HELD if held else V.CONTRADICTED
+    res.paper_verdict = verdicts.HELD if held else verdicts.CONTRADICTED
     res.spread_from = source
     if source == "the paper's numbers" and not held:
         res.fail("the paper's own numbers do not pass the claim's predicate")

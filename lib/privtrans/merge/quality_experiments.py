@@ -11,7 +11,7 @@ import pandas as pd
 from privtrans.book import dry, workers
 from privtrans.book.paired import seeds as paired_seeds
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
-from . import train as T
+from . import train
 
 #: Table 3's rows: (row label, model variant, decoding); decoding None = the variant's own
 TABLE3_ROWS = [
@@ -31,7 +31,7 @@ METRIC_ORDER = ["BERTScore-proxy", "BARTScore-proxy", "NIST", "ROUGE-L", "METEOR
 STABLE_JUMP = 1.5
 
 
-def converged(tr: T.Trained) -> bool:
+def converged(tr: train.Trained) -> bool:
     """Finite losses and a validation loss that fell below its value at step 0 (in a dry run, which
     trains one step and validates at step 0 only, finite losses: the rows still get evaluated)."""
     val = tr.history.get("val", {}).get("total", [])
@@ -40,7 +40,7 @@ def converged(tr: T.Trained) -> bool:
     return (not tr.diverged) and len(val) > 1 and all(map(math.isfinite, val)) and val[-1] < val[0]
 
 
-def retraining_summary(tr: T.Trained) -> dict:
+def retraining_summary(tr: train.Trained) -> dict:
     """One run's validation (and training) loss in numbers: Figure 6's table."""
     v, t = tr.history["val"]["total"], tr.history["train"]["total"]
     k = max(1, len(t) // 10)
@@ -60,12 +60,12 @@ def retraining_summary(tr: T.Trained) -> dict:
 def table3_tasks(cfg: dict, seed: int) -> tuple[pd.DataFrame, dict]:
     """``table3`` for every task of ``cfg["tasks"]``: one frame, and {task: (test examples, {row: hypotheses})}."""
     frames, samples = [], {}
-    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
-    T.train_missing(specs, [v for _, v, _ in TABLE3_ROWS], seed)
+    specs = [train.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    train.train_missing(specs, [v for _, v, _ in TABLE3_ROWS], seed)
     for spec in specs:
         df, hyps = table3(spec, seed, cfg["n_new"])
         frames.append(df)
-        samples[spec.task] = (T.prepared(spec).task.test, hyps)
+        samples[spec.task] = (train.prepared(spec).task.test, hyps)
     return pd.concat(frames, ignore_index=True), samples
 
 
@@ -84,19 +84,19 @@ def across_student_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     (task, model, seed) with its six metrics, or NaN and status 'diverged'. The seeds are those of
     ``book.paired.seeds(seed, cfg["seeds"])``."""
     seeds = paired_seeds(seed, cfg["seeds"])
-    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
-    T.train_missing(specs, ["teacher", *STUDENT_SEED_VARIANTS], seed, progress=progress, student_seeds=seeds)
+    specs = [train.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    train.train_missing(specs, ["teacher", *STUDENT_SEED_VARIANTS], seed, progress=progress, student_seeds=seeds)
     rows, calls = [], []
     for spec in specs:
-        prep = T.prepared(spec)
-        teacher = T.get_model(spec, "teacher", seed)
+        prep = train.prepared(spec)
+        teacher = train.get_model(spec, "teacher", seed)
         for model, status, decoding in (("teacher", "teacher", "vanilla"), ("er_no_train", "no re-training", "er")):
             rows.append({"task": spec.task, "model": model, "seed": seed, "status": status})
-            calls.append(partial(T.evaluate, teacher, teacher.model, prep, n_new=cfg["n_new"], decoding=decoding, seed=seed))
+            calls.append(partial(train.evaluate, teacher, teacher.model, prep, n_new=cfg["n_new"], decoding=decoding, seed=seed))
         for v in STUDENT_SEED_VARIANTS:
             for s in seeds:
                 rows.append({"task": spec.task, "model": v, "seed": s})
-                calls.append(partial(scored, T.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s))
+                calls.append(partial(scored, train.get_model(spec, v, s, teacher_seed=seed), teacher, prep, cfg["n_new"], seed=s))
     for row, (res, h) in zip(rows, workers.values_in_parallel(calls, progress=progress)):
         row.setdefault("status", "diverged" if h is None else "trained")
         row.update(res)
@@ -110,13 +110,13 @@ def across_teacher_seeds(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     with the six metrics (NaN for a teacher whose training diverged). ER without re-training depends
     on nothing but its teacher, so the teacher's seed is the replicate its claims are judged over."""
     seeds = paired_seeds(seed, cfg["seeds"])
-    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
-    T.train_teachers(specs, seeds, progress=progress)
+    specs = [train.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    train.train_teachers(specs, seeds, progress=progress)
     rows, calls = [], []
     for spec in specs:
-        prep = T.prepared(spec)
+        prep = train.prepared(spec)
         for s in seeds:
-            teacher = T.get_model(spec, "teacher", s)
+            teacher = train.get_model(spec, "teacher", s)
             for model, decoding in (("teacher", "vanilla"), ("er_no_train", "er")):
                 rows.append({"task": spec.task, "model": model, "seed": s})
                 calls.append(partial(scored, teacher, teacher, prep, cfg["n_new"], decoding, seed=s))
@@ -130,20 +130,20 @@ def robustness_tasks(cfg: dict, seed: int, progress=None) -> pd.DataFrame:
     ``n_eval``, the re-trained variants at each of ``book.paired.seeds(seed, cfg["seeds"])`` (student
     seeds from the one teacher of ``seed``, the models of the Table 3 seeds notebook)."""
     seeds = paired_seeds(seed, cfg["seeds"])
-    specs = [T.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
-    T.train_missing(specs, ["teacher", *cfg["variants"]], seed, progress=progress, student_seeds=seeds)
+    specs = [train.Spec.from_cfg(task, cfg) for task in cfg["tasks"]]
+    train.train_missing(specs, ["teacher", *cfg["variants"]], seed, progress=progress, student_seeds=seeds)
     return pd.concat([robustness(spec, seed, cfg["variants"], cfg["noise_levels"], cfg["n_new"], cfg["n_eval"],
                                  student_seeds=seeds) for spec in specs], ignore_index=True)
 
 
-def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
+def table3(spec: train.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
     """One task's Table 3: every row's six metrics (two proxies) + training status.
 
     Returns (frame, {row label: hypotheses}). A row whose training diverged is reported with NaN
     metrics and status 'diverged' (the paper's OOT)."""
-    prep = T.prepared(spec)
-    teacher = T.get_model(spec, "teacher", seed)
-    models = [teacher if variant == "teacher" else T.get_model(spec, variant, seed) for _, variant, _ in TABLE3_ROWS]
+    prep = train.prepared(spec)
+    teacher = train.get_model(spec, "teacher", seed)
+    models = [teacher if variant == "teacher" else train.get_model(spec, variant, seed) for _, variant, _ in TABLE3_ROWS]
     scores = workers.values_in_parallel([partial(scored, tr, teacher, prep, n_new, decoding, seed)
                                          for tr, (_, _, decoding) in zip(models, TABLE3_ROWS)])
     rows, hyps = [], {}
@@ -162,15 +162,15 @@ def table3(spec: T.Spec, seed: int, n_new: int) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows), hyps
 
 
-def scored(tr: T.Trained, teacher: T.Trained, prep, n_new: int, decoding=None, seed: int = 0):
+def scored(tr: train.Trained, teacher: train.Trained, prep, n_new: int, decoding=None, seed: int = 0):
     """(Table 3's metrics, texts) of a converged model; NaN metrics and no texts (None) for a diverged
     one (the paper's OOT), never a score of its garbage."""
     if not converged(tr):
         return {m: np.nan for m in METRIC_ORDER}, None
-    return T.evaluate(tr, teacher.model, prep, n_new=n_new, decoding=decoding, seed=seed)
+    return train.evaluate(tr, teacher.model, prep, n_new=n_new, decoding=decoding, seed=seed)
 
 
-def robustness(spec: T.Spec, seed: int, variants: list[str], noise_levels: list[float], n_new: int,
+def robustness(spec: train.Spec, seed: int, variants: list[str], noise_levels: list[float], n_new: int,
                n_eval: int | None = None, student_seeds=None) -> pd.DataFrame:
     """Figure 5: quality under U(-ε, ε) noise on the embedding of every generated token, for
     ε = level × RMS(token embeddings) of each model; x-axis = relative MSE = level² / 3.
@@ -179,31 +179,31 @@ def robustness(spec: T.Spec, seed: int, variants: list[str], noise_levels: list[
     ``student_seeds``, the re-trained variants of that student seed and the one teacher again, at no
     noise and at the largest level only, with that seed's noise stream (the claim compares the drop
     between the two, paired by seed). Column ``seed``: the student seed and noise stream."""
-    prep = T.prepared(spec)
-    teacher = T.get_model(spec, "teacher", seed)
+    prep = train.prepared(spec)
+    teacher = train.get_model(spec, "teacher", seed)
     examples = prep.task.test[:n_eval] if n_eval else prep.task.test
     ends = [min(noise_levels), max(noise_levels)]
     rows, calls = [], []
     for s in dict.fromkeys([seed, *(student_seeds or [])]):
         for v in variants:
-            tr = teacher if v == "teacher" else T.get_model(spec, v, s, teacher_seed=seed)
+            tr = teacher if v == "teacher" else train.get_model(spec, v, s, teacher_seed=seed)
             for lvl in noise_levels if s == seed else ends:
                 rows.append({"task": spec.task, "model": "vanilla (teacher)" if v == "teacher" else VARIANT_LABELS.get(v, v),
                              "variant": v, "seed": s, "noise": lvl, "rel_mse": lvl**2 / 3})
-                calls.append(partial(T.evaluate, tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
+                calls.append(partial(train.evaluate, tr, teacher.model, prep, n_new=n_new, decoding="vanilla", noise_rel=lvl,
                                      seed=s, examples=examples))
     for row, (res, _) in zip(rows, workers.values_in_parallel(calls)):
         row.update(res)
     return pd.DataFrame(rows)
 
 
-def loss_curves(tr: T.Trained) -> pd.DataFrame:
+def loss_curves(tr: train.Trained) -> pd.DataFrame:
     """Figure 6's curves of one run in long form: step, split (train/validation), part, loss."""
     h = tr.history
     out = []
     for split, steps in (("train", h["step"]), ("validation", h["val_step"])):
         for part, vals in h[split if split == "train" else "val"].items():
-            aux = "hidden-state MSE" if tr.variant in T.DISTILLED else "alignment (1 - cos + norm term)"
+            aux = "hidden-state MSE" if tr.variant in train.DISTILLED else "alignment (1 - cos + norm term)"
             name = {"total": "total", "ce": "cross-entropy", "aux": aux}[part]
             out += [{"step": s, "split": split, "part": name, "loss": v} for s, v in zip(steps, vals)]
     return pd.DataFrame(out)

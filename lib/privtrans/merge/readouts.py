@@ -19,8 +19,8 @@ from privtrans.book.paired import paired_difference
 from privtrans.book.readouts import num, ratio, strict
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 
-from . import cost_experiments as C
-from . import quality_experiments as Q
+from . import cost_experiments
+from . import quality_experiments
 
 BASE = "crypten"
 BASELINES = ("mpcformer_sf2relu", "mpcformer_sf2quad", "thex")  # softmax/activation substitutes only
@@ -88,19 +88,19 @@ def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
     each pass's time (the paper's Figure 1 is time only: "more balanced" = a smaller largest share)."""
     s, b = shares["seconds"], shares["bytes"]
     for t in (s, b):
-        _need(t.index, [C.ENCODER, C.GENERATOR], "Figure 1 shares")
+        _need(t.index, [cost_experiments.ENCODER, cost_experiments.GENERATOR], "Figure 1 shares")
     return dict(
-        enc_time_share_largest=float(s.loc[C.ENCODER].max()),
-        gen_time_share_largest=float(s.loc[C.GENERATOR].max()),
-        enc_time_largest_group=str(s.loc[C.ENCODER].idxmax()),
-        gen_time_largest_group=str(s.loc[C.GENERATOR].idxmax()),
-        enc_time_share_softmax_act_norm=_share(s, C.ENCODER, NONLINEAR),
-        enc_time_share_softmax_act=_share(s, C.ENCODER, ("Softmax", "Act")),
-        gen_time_share_embed_gen=_share(s, C.GENERATOR, EMBED_GEN),
-        gen_byte_share_embed_gen=_share(b, C.GENERATOR, EMBED_GEN),
-        enc_byte_share_embed_gen=_share(b, C.ENCODER, EMBED_GEN),
-        gen_time_shares=s.loc[C.GENERATOR].to_dict(),
-        gen_byte_shares=b.loc[C.GENERATOR].to_dict(),
+        enc_time_share_largest=float(s.loc[cost_experiments.ENCODER].max()),
+        gen_time_share_largest=float(s.loc[cost_experiments.GENERATOR].max()),
+        enc_time_largest_group=str(s.loc[cost_experiments.ENCODER].idxmax()),
+        gen_time_largest_group=str(s.loc[cost_experiments.GENERATOR].idxmax()),
+        enc_time_share_softmax_act_norm=_share(s, cost_experiments.ENCODER, NONLINEAR),
+        enc_time_share_softmax_act=_share(s, cost_experiments.ENCODER, ("Softmax", "Act")),
+        gen_time_share_embed_gen=_share(s, cost_experiments.GENERATOR, EMBED_GEN),
+        gen_byte_share_embed_gen=_share(b, cost_experiments.GENERATOR, EMBED_GEN),
+        enc_byte_share_embed_gen=_share(b, cost_experiments.ENCODER, EMBED_GEN),
+        gen_time_shares=s.loc[cost_experiments.GENERATOR].to_dict(),
+        gen_byte_shares=b.loc[cost_experiments.GENERATOR].to_dict(),
     )
 
 
@@ -121,11 +121,11 @@ def fig1_time_rounds(by_round: dict[int, pd.DataFrame]) -> dict:
         raise MissingResult(f"Figure 1's time shares need two timing rounds or more, got {sorted(by_round)}")
     rounds = sorted(by_round)
     for r in rounds:
-        _need(by_round[r].index, [C.ENCODER, C.GENERATOR], f"Figure 1 time shares of round {r}")
-    nonlinear = [_share(by_round[r], C.ENCODER, NONLINEAR) for r in rounds]
-    enc_largest = [float(by_round[r].loc[C.ENCODER].max()) for r in rounds]
-    gen_largest = [float(by_round[r].loc[C.GENERATOR].max()) for r in rounds]
-    embed_gen = [_share(by_round[r], C.GENERATOR, EMBED_GEN) for r in rounds]
+        _need(by_round[r].index, [cost_experiments.ENCODER, cost_experiments.GENERATOR], f"Figure 1 time shares of round {r}")
+    nonlinear = [_share(by_round[r], cost_experiments.ENCODER, NONLINEAR) for r in rounds]
+    enc_largest = [float(by_round[r].loc[cost_experiments.ENCODER].max()) for r in rounds]
+    gen_largest = [float(by_round[r].loc[cost_experiments.GENERATOR].max()) for r in rounds]
+    embed_gen = [_share(by_round[r], cost_experiments.GENERATOR, EMBED_GEN) for r in rounds]
     n = len(rounds)
     return dict(
         timing_rounds=n,
@@ -182,7 +182,7 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
         df = runs[runs.arch == arch]
         _need(df.variant, measured, f"Tables 1-2 runs ({arch})")
         _need(cf, [BASE, "merge"], f"closed-form totals ({arch})")
-        s = C.summary(df, measured, steps)
+        s = cost_experiments.summary(df, measured, steps)
         frac = s["fraction of CrypTen bytes"].to_dict()
         speed = s["speed-up (loopback)"].to_dict()
         out[f"{prefix}merge_frac_over_closed_form"] = ratio(frac["merge"], ratio(cf["merge"], cf[BASE]))
@@ -244,8 +244,8 @@ def _closed_form_cut(side: pd.DataFrame, group: str) -> float | None:
 
 
 def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
-    bytes_t = C.pivot(df, "bytes").loc[variants]
-    secs_t = C.pivot(df, "seconds").loc[variants]
+    bytes_t = cost_experiments.pivot(df, "bytes").loc[variants]
+    secs_t = cost_experiments.pivot(df, "seconds").loc[variants]
     if _group(bytes_t, BASE, "Softmax") <= 0:
         # without this a broken grouping (no Softmax metered anywhere) would read as "MM has no softmax"
         raise MissingResult("the meter saw no Softmax bytes in CrypTen's run: the operation groups are broken")
@@ -280,18 +280,18 @@ def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_l
     length = runs[(runs.sweep == "length") & (runs.group == "Total")]
     for n in n_news:
         _need(length[length.n_new == n].variant, [BASE, "merge"], f"Figure 4 length sweep at {n} tokens")
-    r = C.length_ratios(runs).set_index("generated tokens")
+    r = cost_experiments.length_ratios(runs).set_index("generated tokens")
     n_lo, n_hi = min(n_news), max(n_news)
-    embed = C.embed_bytes(runs)
+    embed = cost_experiments.embed_bytes(runs)
     er_embed = {}
     for v in (v for v in ER_VARIANTS if v in variants):
         _need(embed.index, [(v, n) for n in n_news], f"Figure 4 Embed bytes of {v}")
         er_embed[v] = [float(embed[(v, n)]) for n in sorted(n_news)]
-    depth = C.depth_table(runs)
+    depth = cost_experiments.depth_table(runs)
     gap = depth["CrypTen KiB"] - depth["ER+MM KiB"]
     cf = closed_form_length.sort_index()
     by_count = saved.set_index("count")["bytes saved by ER+MM"]
-    _need(by_count.index, [C.WITH_ARGMAX, C.WITHOUT_ARGMAX], "length-64 byte saving")
+    _need(by_count.index, [cost_experiments.WITH_ARGMAX, cost_experiments.WITHOUT_ARGMAX], "length-64 byte saving")
     return dict(
         speedup_short=float(r.loc[n_lo, "time speed-up ER+MM"]),
         speedup_long=float(r.loc[n_hi, "time speed-up ER+MM"]),
@@ -311,8 +311,8 @@ def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_l
         network_speedup_128=num(network_by_length.get(128)),
         network_speedup_512=num(network_by_length.get(512)),
         network_speedup_growth_128_512=ratio(network_by_length.get(512), network_by_length.get(128)),
-        len64_saved_with_argmax=float(by_count[C.WITH_ARGMAX]),
-        len64_saved_without_argmax=float(by_count[C.WITHOUT_ARGMAX]),
+        len64_saved_with_argmax=float(by_count[cost_experiments.WITH_ARGMAX]),
+        len64_saved_without_argmax=float(by_count[cost_experiments.WITHOUT_ARGMAX]),
         # the text's 11.8x over THE-X at length 512: ER+MM's time over THE-X's; None if not modelled
         network_merge_over_thex_by_length={str(n): ratio(network_by_length[n], thex_by_length.get(n))
                                            for n in lengths},
@@ -360,7 +360,7 @@ def fig6_retraining(runs: dict, teacher, task: str, merge_by_seed: dict | None =
     ``CONVERGED_BELOW`` of its start) and the jump of the validation CE at the swap, and the counts
     and extremes over the seeds that the claims read."""
     _need(runs, ["merge"], "Figure 6 runs")
-    rows = {v: Q.retraining_summary(r) for v, r in runs.items()}
+    rows = {v: quality_experiments.retraining_summary(r) for v, r in runs.items()}
     teacher_ce = teacher.history["val"]["ce"][-1]
 
     def jump(r):
@@ -372,7 +372,7 @@ def fig6_retraining(runs: dict, teacher, task: str, merge_by_seed: dict | None =
     m = rows["merge"]
     per_seed = {}
     for s, r in sorted(merge_by_seed.items()) if merge_by_seed else [("figure", runs["merge"])]:
-        q = Q.retraining_summary(r)
+        q = quality_experiments.retraining_summary(r)
         v = q["val_end_over_start"]
         per_seed[str(s)] = {"converged": q["converged"], "stable": q["stable"], "val_end_over_start": v,
                             "converged_stably": bool(q["converged"] and q["stable"] and v is not None
@@ -421,7 +421,7 @@ def _table3_task(table: pd.DataFrame, task: str) -> dict:
     merge_bert, sf2relu_bert = val(MERGE, "BERTScore-proxy"), val(SF2RELU, "BERTScore-proxy")
     merge_chrf, er_chrf = val(MERGE, "chrF++"), val(ER_NO_TRAIN, "chrF++")
     return {
-        "metrics": {m: {label: val(label, m) for label, _, _ in Q.TABLE3_ROWS} for m in Q.METRIC_ORDER},
+        "metrics": {m: {label: val(label, m) for label, _, _ in quality_experiments.TABLE3_ROWS} for m in quality_experiments.METRIC_ORDER},
         "status": dict(zip(rows.model, rows.status)),
         # a teacher at chrF++ 0 leaves nothing to collapse: the ratio is undefined, not 0
         "er_no_train_chrf_ratio": ratio(er_chrf, val(TEACHER, "chrF++")),
@@ -503,11 +503,11 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_me
     ``distance_by_seed``: each row's |metric − teacher's| per seed, the figure's numbers;
     ``chrf_by_seed`` and ``close_by_seed`` the compared scores."""
     _need(df.task, tasks, "Table 3 across seeds: tasks")
-    seeds = _planned(df, Q.STUDENT_SEED_VARIANTS, seeds, "Table 3 across seeds")
+    seeds = _planned(df, quality_experiments.STUDENT_SEED_VARIANTS, seeds, "Table 3 across seeds")
     cells, recovers, close, by_seed, dist_by_seed, close_by_seed = {}, {}, {}, {}, {}, {}
     for task in tasks:
         d = df[df.task == task]
-        _need(d.model, ["teacher", "er_no_train", *Q.STUDENT_SEED_VARIANTS], f"Table 3 across seeds, {task}")
+        _need(d.model, ["teacher", "er_no_train", *quality_experiments.STUDENT_SEED_VARIANTS], f"Table 3 across seeds, {task}")
 
         def per_seed(v, col):
             got = dict(zip((int(s) for s in d[d.model == v].seed), map(num, d[d.model == v][col])))
@@ -515,15 +515,15 @@ def table3_seeds(df: pd.DataFrame, tasks: list, metric: str = "chrF++", close_me
 
         (teacher,) = [num(x) for x in d[d.model == "teacher"][metric]]
         (er,) = [num(x) for x in d[d.model == "er_no_train"][metric]]
-        per = {v: per_seed(v, metric) for v in Q.SINGLE_CHANGE_VARIANTS}
+        per = {v: per_seed(v, metric) for v in quality_experiments.SINGLE_CHANGE_VARIANTS}
         dist = {v: [None if x is None or teacher is None else abs(x - teacher) for x in per[v]] for v in per}
         by_seed[task] = {"teacher": teacher, "er_no_train": er, "seeds": seeds, **per}
         dist_by_seed[task] = {"seeds": seeds, **dist}
         for v, label in SINGLE_LABELS.items():
             cells[f"{task} / {label}"] = paired_difference(dist["merge"], dist[v]).as_dict()
         recovers[task] = paired_difference(per["merge"], [er] * len(seeds)).as_dict()
-        close_by_seed[task] = {"seeds": seeds, **{v: per_seed(v, close_metric) for v in ("merge", Q.CLOSE_TO)}}
-        close[task] = paired_difference(close_by_seed[task]["merge"], close_by_seed[task][Q.CLOSE_TO]).as_dict()
+        close_by_seed[task] = {"seeds": seeds, **{v: per_seed(v, close_metric) for v in ("merge", quality_experiments.CLOSE_TO)}}
+        close[task] = paired_difference(close_by_seed[task]["merge"], close_by_seed[task][quality_experiments.CLOSE_TO]).as_dict()
     return {"seeds": seeds, "n_seeds": len(seeds),
             # the fewest seeds any interval has both values at (n_seeds is the planned count)
             "n_paired_min": min(c["n"] for c in (*cells.values(), *recovers.values(), *close.values())),

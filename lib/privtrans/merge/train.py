@@ -42,8 +42,8 @@ from privtrans.book.device import pick_device
 from privtrans.book.progress_bar import steps
 from privtrans.book.runcache import RunCache
 from privtrans.shared.models.plain_gpt import GPTConfig, TinyGPT, attention_probs, causal_mask, variant_config
-from . import data as D
-from . import metrics as M
+from . import data
+from . import metrics
 
 STUDENTS = ("mpcformer_sf2relu", "mpcformer_sf2quad", "thex", "merge", "only_er", "only_mm")
 DISTILLED = ("mpcformer_sf2relu", "mpcformer_sf2quad", "thex")  # MPCformer-style recipe
@@ -93,21 +93,21 @@ class Trained:
 
 @dataclass
 class Prepared:
-    task: D.TaskData
-    vocab: D.Vocab
+    task: data.TaskData
+    vocab: data.Vocab
     train_ids: torch.Tensor
     val_ids: torch.Tensor
     max_len: int
     max_src: int
 
 
-def prepare(task: D.TaskData, max_len: int, max_src: int, min_count: int = 1, n_val: int = 64) -> Prepared:
+def prepare(task: data.TaskData, max_len: int, max_src: int, min_count: int = 1, n_val: int = 64) -> Prepared:
     """Vocabulary from the training split; the last ``n_val`` training examples are held out as
     the validation set of the loss curves (Figure 6)."""
     if max_src + 3 > max_len:
         raise ValueError(f"max_src={max_src} leaves no room for a response within max_len={max_len}")
-    vocab = D.Vocab.build(task, min_count)
-    ids, _ = D.encode_pairs(vocab, task.train, max_len, max_src)
+    vocab = data.Vocab.build(task, min_count)
+    ids, _ = data.encode_pairs(vocab, task.train, max_len, max_src)
     n_val = min(n_val, len(ids) // 5)
     return Prepared(task, vocab, ids[: len(ids) - n_val], ids[len(ids) - n_val :], max_len, max_src)
 
@@ -117,7 +117,7 @@ def prepare(task: D.TaskData, max_len: int, max_src: int, min_count: int = 1, n_
 # ---------------------------------------------------------------------------------------------
 
 
-def lm_loss(logits, ids, pad: int = D.Vocab.pad):
+def lm_loss(logits, ids, pad: int = data.Vocab.pad):
     """Next-token cross entropy over every non-pad target (prompt and response, as stage 1)."""
     tgt = ids[:, 1:]
     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=pad)
@@ -156,7 +156,7 @@ def merge_loss(model: TinyGPT, ids, recipe: Recipe, generator=None):
     keep = (torch.rand(emb.shape, generator=generator, device=emb.device) >= recipe.mask_p).to(emb.dtype)
     logits, hidden = model(inputs_embeds=keep * (emb + noise))
     ce = lm_loss(logits, ids)
-    keep_t = ids[:, 1:] != D.Vocab.pad
+    keep_t = ids[:, 1:] != data.Vocab.pad
     align = cosine_alignment_loss(hidden[:, :-1], emb[:, 1:], keep_t)
     if recipe.scale_w:
         align = align + recipe.scale_w * norm_alignment_loss(hidden[:, :-1], emb[:, 1:], keep_t)
@@ -178,7 +178,7 @@ def distill_loss(student: TinyGPT, teacher: TinyGPT, ids, recipe: Recipe):
     logits, hs = hidden_states(student, ids)
     with torch.no_grad():
         _, ht = hidden_states(teacher, ids)
-    keep = (ids != D.Vocab.pad).unsqueeze(-1).to(logits.dtype)
+    keep = (ids != data.Vocab.pad).unsqueeze(-1).to(logits.dtype)
     mse = sum(((a - b) ** 2 * keep).sum() / (keep.sum() * a.shape[-1]) for a, b in zip(hs, ht)) / len(hs)
     ce = lm_loss(logits, ids)
     return ce + recipe.distill_mse * mse, ce, mse
@@ -242,7 +242,7 @@ def match_scales(model: TinyGPT, ids) -> float:
     absorbs. Our starting point for the ER recipe (the norm term of the
     alignment loss would otherwise need ~1,000 steps to shrink γ by the ~10x it must); returns s."""
     _, h = model(input_ids=ids)
-    keep = ids != D.Vocab.pad
+    keep = ids != data.Vocab.pad
     s = math.sqrt(h[keep].pow(2).mean().sqrt().item() / model.wte.weight.pow(2).mean().sqrt().item())
     model.wte.weight.mul_(s)
     last = model.blocks[-1].norm2
@@ -299,7 +299,7 @@ def _train(model: TinyGPT, prep: Prepared, recipe: Recipe, loss_fn, seed: int) -
         idx = torch.randint(len(train), (recipe.batch,), generator=g)
         batch = train[idx.to(dev)]
         # drop the all-pad tail of the batch: shorter sequences are faster and change nothing
-        T = int((batch != D.Vocab.pad).sum(1).max())
+        T = int((batch != data.Vocab.pad).sum(1).max())
         batch = batch[:, : max(T, 2)]
         for grp in opt.param_groups:
             grp["lr"] = _lr(step, recipe) * grp["mult"]
@@ -418,7 +418,7 @@ _PREP: dict = {}
 def prepared(spec: Spec) -> Prepared:
     k = (spec.task, spec.n_train, spec.n_test, spec.data_seed, spec.max_len, spec.max_src, spec.min_count)
     if k not in _PREP:
-        task = D.load_task(spec.task, spec.n_train, spec.n_test, spec.data_seed)
+        task = data.load_task(spec.task, spec.n_train, spec.n_test, spec.data_seed)
         _PREP[k] = prepare(task, spec.max_len, spec.max_src, spec.min_count)
     return _PREP[k]
 
@@ -562,7 +562,7 @@ def generate_texts(trained: Trained, prep: Prepared, examples=None, n_new: int =
                    noise_rel: float = 0.0, seed: int = 0) -> list[str]:
     """Decoded test outputs (text up to the first ``<eos>``)."""
     examples = prep.task.test if examples is None else examples
-    prompts = [D.prompt_ids(prep.vocab, ex.source, prep.max_src) for ex in examples]
+    prompts = [data.prompt_ids(prep.vocab, ex.source, prep.max_src) for ex in examples]
     g = torch.Generator().manual_seed(seed)
     ids = greedy_batch(trained.model, prompts, n_new, decoding or trained.decoding, noise_rel, g)
     return [prep.vocab.decode(x) for x in ids]
@@ -577,7 +577,7 @@ def bartscore_proxy(judge: TinyGPT, prep: Prepared, hyps: list[str], examples=No
     judge.eval()
     scores = []
     for h, ex in zip(hyps, examples):
-        p = D.prompt_ids(prep.vocab, ex.source, prep.max_src)
+        p = data.prompt_ids(prep.vocab, ex.source, prep.max_src)
         seq = (p + prep.vocab.encode(h) + [prep.vocab.eos])[: judge.cfg.max_len]
         ids = torch.tensor([seq])
         logits, _ = judge(input_ids=ids)
@@ -591,7 +591,7 @@ def bertscore_proxy(judge: TinyGPT, prep: Prepared, hyps: list[str], examples=No
     examples = prep.task.test if examples is None else examples
     table = judge.wte.weight.detach().cpu().numpy()
     vec = lambda w: table[prep.vocab.stoi.get(w, prep.vocab.unk)]  # noqa: E731
-    return M.embedding_f1(hyps, [ex.refs for ex in examples], vec)
+    return metrics.embedding_f1(hyps, [ex.refs for ex in examples], vec)
 
 
 def evaluate(trained: Trained, judge: TinyGPT, prep: Prepared, n_new: int = 32, decoding=None,
@@ -602,7 +602,7 @@ def evaluate(trained: Trained, judge: TinyGPT, prep: Prepared, n_new: int = 32, 
     refs = [ex.refs for ex in examples]
     out = {"BERTScore-proxy": bertscore_proxy(judge, prep, hyps, examples),
            "BARTScore-proxy": bartscore_proxy(judge, prep, hyps, examples)}
-    out.update(M.score_all(hyps, refs))
+    out.update(metrics.score_all(hyps, refs))
     if prep.task.name == "concepts":
-        out["coverage"] = D.concept_coverage(hyps, examples)
+        out["coverage"] = data.concept_coverage(hyps, examples)
     return out, hyps

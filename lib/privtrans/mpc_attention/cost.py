@@ -23,7 +23,7 @@ import torch
 from privtrans.shared.mpc import cost_model, runner
 from privtrans.shared.mpc.network import LINKS, modelled_time
 
-from . import attention as A
+from . import attention
 from . import secure
 
 #: networks for the modelled latency (privtrans.shared.mpc.network, shared with MERGE)
@@ -68,7 +68,7 @@ def parties_meter(results: list[dict]) -> dict:
             for k in results[0]}
 
 
-def measure(ns, heads: int, parties: int = 2, reps: int = 3, seed: int = 0, kinds=A.ATTENTIONS,
+def measure(ns, heads: int, parties: int = 2, reps: int = 3, seed: int = 0, kinds=attention.ATTENTIONS,
             timeout: float = 300) -> pd.DataFrame:
     """One row per (n, variant): rounds (max over the parties), bytes (all parties' traffic), the
     slowest party's best wall seconds, max |error| (party 0's revealed output)."""
@@ -80,7 +80,7 @@ def measure(ns, heads: int, parties: int = 2, reps: int = 3, seed: int = 0, kind
         res, counts = every[0], parties_cost(every, kinds)
         x = res["scores"]
         for k in kinds:
-            ref = A.normalise(k, x, torch.ones(1, 1, 1, n), A.PAPER_FITS.get(A.FREEDIV.get(k)))
+            ref = attention.normalise(k, x, torch.ones(1, 1, 1, n), attention.PAPER_FITS.get(attention.FREEDIV.get(k)))
             c = counts[k]
             rows.append(dict(parties=parties, n=n, variant=k, rounds=c["rounds"], bytes=c["bytes"],
                              seconds=c["seconds"], max_abs_error=float((res[k]["plain"] - ref).abs().max())))
@@ -93,7 +93,7 @@ def measure(ns, heads: int, parties: int = 2, reps: int = 3, seed: int = 0, kind
 def closed_form(ns, heads: int) -> pd.DataFrame:
     """2PC bytes and rounds from ``cost_model.normaliser_cost`` (no processes)."""
     return pd.DataFrame([dict(n=n, variant=k, **dict(zip(("bytes", "rounds"), cost_model.normaliser_cost(k, heads * n, n))))
-                         for n in ns for k in A.ATTENTIONS])
+                         for n in ns for k in attention.ATTENTIONS])
 
 
 def with_speedups(df: pd.DataFrame, cols=("seconds", "LAN s", "WAN s")) -> pd.DataFrame:

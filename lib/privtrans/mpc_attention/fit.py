@@ -18,7 +18,7 @@ import torch
 from privtrans.book import dry
 from privtrans.book.device import placed
 
-from . import attention as A
+from . import attention
 
 
 @dataclass
@@ -72,7 +72,7 @@ def collect(model, batches, kind: str) -> Denominators:
             out = probe(ids, mask, types)
             n_keys = mask.sum(-1)                                  # (B,)
             for li, s in enumerate(out["scores"]):
-                d = A.denominator(kind, s, mask[:, None, None, :])  # (B, H, T)
+                d = attention.denominator(kind, s, mask[:, None, None, :])  # (B, H, T)
                 B, H, T = d.shape
                 rows = mask[:, None, :].expand(B, H, T).bool()
                 ns.append(n_keys[:, None, None].expand(B, H, T)[rows].cpu())
@@ -97,9 +97,9 @@ def relu_eps_change(model, batches) -> dict:
             out = model(ids, mask, types)
             queries = mask[:, None, :, None]  # (B, 1, T, 1): padded query rows are left out
             for s in out["scores"]:
-                e = A.relu_eps_entries(s, mask[:, None, None, :] * queries)
+                e = attention.relu_eps_entries(s, mask[:, None, None, :] * queries)
                 parts.append({k: v.cpu() if torch.is_tensor(v) else v for k, v in e.items()})
-    return A.relu_eps_change(parts)
+    return attention.relu_eps_change(parts)
 
 
 def power_law_fit(ns, means, weights=None) -> tuple[float, float]:

@@ -20,8 +20,8 @@ from privtrans.book import dry
 from privtrans.shared.mpc import compat
 from privtrans.shared.mpc.meter import Meter
 
-from . import attention as A
-from . import encoder as E
+from . import attention
+from . import encoder
 
 SERVER, CLIENT = 0, 1
 LN_NR_ITERS = 10  # CrypTen's inv_sqrt with its default 3 Newton steps is 40 % off at variance 1e-2
@@ -55,8 +55,8 @@ def secure_forward(cfgs: list[dict], state: dict, ids: list[list[int]], mask01: 
     types_t = torch.zeros_like(ids_t) if types is None else torch.tensor(types)
     out = {}
     for cd in cfgs:
-        cfg = E.EncoderConfig(**cd)
-        model = E.TinyEncoder(cfg)
+        cfg = encoder.EncoderConfig(**cd)
+        model = encoder.TinyEncoder(cfg)
         model.load_state_dict(state)
         model.eval()
         best = None
@@ -73,7 +73,7 @@ def secure_forward(cfgs: list[dict], state: dict, ids: list[list[int]], mask01: 
                     # (positions are added in the clear by the server: its share, the client's 0)
                 p = _share(cr, model.params())
                 # a dry run runs the first layer of each model and books all (identical shapes)
-                res = E.forward(p, x, mask, cfg, meter=meter,
+                res = encoder.forward(p, x, mask, cfg, meter=meter,
                                 layers=dry.loop(range(cfg.n_layers), "secure forward layers"))
             summ = meter.summary()
             if best is None or summ["Total"]["seconds"] < best[1]["Total"]["seconds"]:
@@ -96,7 +96,7 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
     revealed output and the plaintext scores (for the tolerance test).
     """
     cr = compat.crypten()
-    const = const or A.PAPER_FITS
+    const = const or attention.PAPER_FITS
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, heads, n, n, generator=g) * scale
     mask = torch.ones(1, 1, 1, n)
@@ -104,13 +104,13 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
     comm = compat.comm()
     out = {"scores": x}
     for kind in kinds:
-        c = const.get(A.FREEDIV.get(kind)) if kind in A.FREEDIV else None
-        A.normalise(kind, sx, mask, c)  # warm-up
+        c = const.get(attention.FREEDIV.get(kind)) if kind in attention.FREEDIV else None
+        attention.normalise(kind, sx, mask, c)  # warm-up
         times = []
         for _ in dry.loop(range(max(1, reps)), "attention cost reps"):
             comm.reset_communication_stats()
             t0 = time.perf_counter()
-            y = A.normalise(kind, sx, mask, c)
+            y = attention.normalise(kind, sx, mask, c)
             times.append(time.perf_counter() - t0)
             stats = comm.get_communication_stats()
         times.sort()

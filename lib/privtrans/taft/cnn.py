@@ -29,7 +29,7 @@ from privtrans.book import profiles
 from privtrans.book.device import resolve
 from privtrans.book.runcache import RunCache
 
-from . import data as D
+from . import data
 from .pretrain import accuracy, one_cycle, shift
 from .tangent import TangentLinear, keep_frozen
 
@@ -187,7 +187,7 @@ def pretrain(spec: CNNSpec, seed: int, device=None) -> CNNBackbone:
     dev = resolve(device)
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    task = D.mnist5k()
+    task = data.mnist5k()
     x, y = task.x_train, task.y_train
     cnn = CNN(spec.widths).to(dev)
     history, seconds = one_cycle(cnn, list(cnn.parameters()), len(y), spec, g,

@@ -15,7 +15,7 @@ import torch
 
 from privtrans.book.runcache import RunCache
 
-from . import cnn as C
+from . import cnn
 from . import compose, data, finetune
 from .finetune import FitSpec
 
@@ -32,8 +32,8 @@ class CNNBench:
     cache: RunCache = field(default_factory=lambda: RunCache("taft"))
 
     def __post_init__(self):
-        self.spec = C.CNNSpec.from_cfg(self.cnn_cfg)
-        self.backbone, self.backbone_cached = C.get_backbone(self.spec, self.cnn_seed, self.cache)
+        self.spec = cnn.CNNSpec.from_cfg(self.cnn_cfg)
+        self.backbone, self.backbone_cached = cnn.get_backbone(self.spec, self.cnn_seed, self.cache)
         self.cnn = self.backbone.model()
         self._tasks, self._feats = data.TaskSet(self.task_cfg, self.train_per_class), {}
 
@@ -44,19 +44,19 @@ class CNNBench:
         """``data.evaluation_split`` of the stem features (the ViT bench's splits)."""
         if name not in self._feats:
             t = self.task(name)
-            self._feats[name] = (C.features(self.cnn, t.x_train), t.y_train, C.features(self.cnn, t.x_test), t.y_test)
+            self._feats[name] = (cnn.features(self.cnn, t.x_train), t.y_train, cnn.features(self.cnn, t.x_test), t.y_test)
         return data.evaluation_split(*self._feats[name], split, self.val_fraction)
 
     def prepare(self, name: str, spec: FitSpec) -> None:
         """Compute the stem features now, so that worker processes share them."""
         self.split(name, "test")
 
-    def model(self, name: str, init_seed: int) -> C.LinearisedCNN:
-        return C.LinearisedCNN(C.task_cnn(self.cnn, self.task(name).classes, init_seed))
+    def model(self, name: str, init_seed: int) -> cnn.LinearisedCNN:
+        return cnn.LinearisedCNN(cnn.task_cnn(self.cnn, self.task(name).classes, init_seed))
 
     def _key(self, name: str) -> dict:
         return {"cnn": asdict(self.spec), "cnn_seed": self.cnn_seed,
-                "cnn_key": C.backbone_key(self.spec, self.cnn_seed, self.cache), "task": name,
+                "cnn_key": cnn.backbone_key(self.spec, self.cnn_seed, self.cache), "task": name,
                 "task_cfg": self.task_cfg.get(name) or {}, "train_per_class": self.train_per_class}
 
     def fit_run(self, name: str, spec: FitSpec, seed: int, split: str = "test") -> dict:

@@ -22,7 +22,7 @@ from privtrans.book import dry, profiles
 from privtrans.book.device import placed, resolve
 from privtrans.book.runcache import RunCache
 
-from . import data as D
+from . import data
 from .vit import Block, ViT, ViTConfig
 
 SCHEMES = ("cls", "mae")
@@ -52,7 +52,7 @@ class PretrainSpec:
         return profiles.build(cls, cfg, "pretraining")
 
     def vit_config(self, classes: int = 10) -> ViTConfig:
-        return ViTConfig(image=D.SIDE, patch=self.patch, dim=self.dim, depth=self.depth, heads=self.heads,
+        return ViTConfig(image=data.SIDE, patch=self.patch, dim=self.dim, depth=self.depth, heads=self.heads,
                          classes=classes)
 
 
@@ -149,8 +149,8 @@ def accuracy(vit: ViT, x: torch.Tensor, y: torch.Tensor, batch: int = 500) -> fl
 
 
 def glyph_digits(per_class: int) -> tuple[torch.Tensor, torch.Tensor]:
-    x, y = D.render_glyphs("0123456789", per_class, np.random.default_rng(D.SPLIT_SEED + 1))
-    return D.standardise(x), torch.as_tensor(y)
+    x, y = data.render_glyphs("0123456789", per_class, np.random.default_rng(data.SPLIT_SEED + 1))
+    return data.standardise(x), torch.as_tensor(y)
 
 
 def pretrain(spec: PretrainSpec, seed: int, device=None) -> Backbone:
@@ -159,7 +159,7 @@ def pretrain(spec: PretrainSpec, seed: int, device=None) -> Backbone:
     dev = resolve(device)
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    task = D.mnist5k()
+    task = data.mnist5k()
     x, y = task.x_train, task.y_train
     if spec.extra_glyph_digits:
         gx, gy = glyph_digits(spec.extra_glyph_digits)
