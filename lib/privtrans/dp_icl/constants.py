@@ -1,4 +1,4 @@
-"""Hyper-parameters of every experiment, as the authors' code sets them (notes §1.6).
+"""Hyper-parameters of every experiment, as the authors' code sets them.
 
 The paper states these constants through Theorem 4.1 and §6; where its printed formula and the
 official code (github.com/chebyshevtech/DP1, MIT) disagree we follow the code, because the

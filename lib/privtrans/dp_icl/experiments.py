@@ -1,7 +1,7 @@
 """One Monte-Carlo repetition of every figure, and the loops over the paper's grids.
 
 Every repetition draws one training set and one test set and reuses them for every epsilon,
-delta, horizon T and method (common random numbers, notes §2): the curves then differ by the
+delta, horizon T and method (common random numbers): the curves then differ by the
 noise level, not by which data each point happened to see. Results come back as long
 DataFrames (one row per repetition and setting) so the notebooks only summarise and plot.
 """
@@ -35,8 +35,8 @@ DPSGD_CLIP_C = "DP-SGD (replace-one, clip C)"
 DPSGD_EPOCHS_CLIP_C = "DP-SGD (replace-one, T epochs, clip C)"
 BRACKET = {DPSGD_REPLACE_ONE: dict(epochs=False, clip="sigma"), DPSGD_EPOCHS: dict(epochs=True, clip="sigma"),
            DPSGD_CLIP_C: dict(epochs=False, clip="C"), DPSGD_EPOCHS_CLIP_C: dict(epochs=True, clip="C")}
-#: the corner the paper's NoisyHead is judged against: the DP-SGD configuration fixed before any run
-#: (the research notes' baseline, notes §0(e)): T counts optimiser steps, as "identical iteration
+#: the corner the paper's NoisyHead is judged against: the DP-SGD configuration fixed before any run:
+#: T counts optimiser steps, as "identical iteration
 #: counts" reads, and max_grad_norm = sigma/2 = G(C + RG), the per-sample gradient bound of NoisyHead's
 #: own sensitivity; the other corners are readings of what the paper leaves unstated
 STANDARD_CORNER = DPSGD_REPLACE_ONE

@@ -7,7 +7,7 @@ The update of Algorithm 1 is
 
 Its data term is the gradient of (1/2N) sum (.)^2 while the loss (2.6) has (1/N) sum (.)^2, so
 with the noise and the projection off it converges to the ridge solution with **2 lam**, i.e.
-(A + 2 lam I)^{-1} b, not to Gamma* of (2.7) (notes §5 R4). We keep the paper's update (the
+(A + 2 lam I)^{-1} b, not to Gamma* of (2.7). We keep the paper's update (the
 authors' code does the same) and the tests pin this down.
 
 Many chains (e.g. one per epsilon, or one per horizon T) run side by side on the same data with

@@ -1,6 +1,6 @@
 """Teacher training and the two-stage distillation of a converted student (paper Sec. 3.3, 5.1).
 
-The recipe is MPCFormer's ``task_distill.py`` (research notes §2.5), scaled to a CPU:
+The recipe is MPCFormer's ``task_distill.py`` (its repository's distillation script), scaled to a CPU:
 
 - stage 1: sum over layers of MSE(student scores, teacher scores) with masked keys zeroed, plus
   sum over the L+1 hidden states of MSE (paper eq. 8); constant learning rate;

@@ -33,7 +33,8 @@ CODE = [__name__]
 
 
 def set_threads(n: int = 1) -> None:
-    """One intra-op thread: on a shared 2-core box two threads ran 18× slower (research notes)."""
+    """One intra-op thread, as every worker has (``book.workers``): on a shared 2-core box two threads
+    ran 18× slower."""
     torch.set_num_threads(n)
 
 

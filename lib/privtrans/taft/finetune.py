@@ -7,7 +7,7 @@ paper suggests for TAFT (Section 5) and as our prototype did for all methods. Th
 new (freshly initialised for the task's classes), as in the authors' code, and every model that
 is composed or compared starts from the same initialisation (``init_seed``).
 
-Settings that follow the authors' code rather than the text (research notes §1.4-1.5): RSL with
+Settings that follow the authors' code rather than the text: RSL with
 α = 1 (``F.mse_loss`` to κ·one-hot), the regulariser ``wd·‖Δw‖₂`` (the norm, not its square),
 AdamW with weight decay 0 (Adam), the learning rate ×0.1 at the epochs in ``decay_at``.
 """

@@ -1,8 +1,8 @@
 """Parameter-efficient baselines on the tuned block: Adapter (Houlsby et al. 2019) and LoRA (Hu et al. 2021).
 
 Table 11 fine-tunes them on the same last block as NLFT and TAFT and composes shard models by
-averaging their weights. The paper gives neither rank, placement nor initialisation; we use the
-research notes' choices:
+averaging their weights. The paper gives neither rank, placement nor initialisation; ours
+(tests/test_taft_peft.py checks that a fresh module is the identity):
 
 - Adapter: down (d → r) → GELU → up (r → d), up zero-initialised, with its own skip, applied to the
   output of the attention projection and of the MLP's second layer, before each residual addition

@@ -1,7 +1,7 @@
 """Hyper-parameters as the paper chose them: a grid per method, the best on a validation split.
 
 The paper searched LR ∈ {1e-3, 1e-4} (and PT, CLS for TAFT) and reports the winners in Tables
-4-6. Its LR does not transfer to a 64-wide ViT (research notes §5b), so each profile lists its own
+4-6. Its LR does not transfer to a 64-wide ViT, so each profile (``profile.yaml``) lists its own
 grid; the grid is run once, at the notebook's first seed, on the validation split (the last 20 % of
 the training set), never on the test set; the winner is then trained on the full training set at
 every seed. Figure 2(a)'s losses choose their rate on the validation accuracy averaged over all the

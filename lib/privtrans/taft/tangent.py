@@ -6,7 +6,7 @@ tangent along w0 + rΔw at r = 0. The trainable Δ of each layer is a plain ``nn
 Δγ ⊙ x̂ + Δβ, exactly what those modules compute), so per-sample clipping (the book's Phantom clipper, and
 opacus's hooks) sees them as ordinary leaves. The frozen weights are buffers, not parameters.
 
-Per-layer rules as in the authors' code (research notes §1.2), with the paper's GELU typo corrected
+Per-layer rules as in the authors' code (their linearised layers), with the paper's GELU typo corrected
 (Φ(x) + x φ(x), not GeLU(x)/x + x Φ(x)) and the softmax JVP row-wise with the 1/√d_h scale the
 paper's eq. 6 drops. Frozen blocks run plainly and the tangent starts at zero at the first tuned
 block, which is the efficient form of the code's frozen LinearBlocks (their Δ are ~1e-12).
