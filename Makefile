@@ -61,7 +61,7 @@ verify: $(STAMP) $(SPU_STAMP)
 
 # not in `make book`: before GPU hours at PROFILE=paper; DRY_ARGS=--record keeps the estimates for the book
 dry: $(STAMP) $(SPU_STAMP)
-	$(PY) -m privtrans.book.pipeline.dry $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB)) $(DRY_ARGS)
+	$(PY) -m privtrans.book.pipeline.dry_build $(if $(CH),--chapter $(CH)) $(if $(NB),--notebook $(NB)) $(DRY_ARGS)
 
 # the chapter registry as a JSON list (the CI workflow's matrix); needs no environment
 chapters:

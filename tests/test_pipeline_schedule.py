@@ -100,11 +100,11 @@ def test_jobs_must_be_a_positive_int(tmp_path, capsys):
 def test_side_by_side_progress_shares_the_estimate_and_names_every_running_notebook(tmp_path):
     import io
 
-    from privtrans.book.pipeline import progress
+    from privtrans.book.pipeline import build_log
 
     nbs = _nbs(tmp_path, [("dpformer", 2), ("taft", 2)])
     out = io.StringIO()
-    bar = progress.Progress(nbs, [10.0, 20.0, 30.0, 40.0], stream=out, jobs=2)
+    bar = build_log.Progress(nbs, [10.0, 20.0, 30.0, 40.0], stream=out, jobs=2)
     bar.start_line(nbs[0])
     bar.done(nbs[0], 10.0, "ok")
     lines = [ln for ln in out.getvalue().split("\n") if ln]

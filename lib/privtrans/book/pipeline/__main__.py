@@ -20,7 +20,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import DRY, RUNNABLE, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims, stopping
-from . import cache, calibration, execute, html, lock, progress, report, schedule, warm
+from . import build_log, cache, calibration, execute, html, lock, report, schedule, warm
 from .discover import discover, pick
 
 
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         except lock.Busy as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        except progress.Interrupted as e:
+        except build_log.Interrupted as e:
             print(f"\n{e}", file=sys.stderr)
             return 128 + (stopping.received() or signal.SIGINT)
         except KeyboardInterrupt:
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
 def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 1) -> int:
     """Run the notebooks whose inputs changed, one line each with i/n, time and an estimate; returns
     how many ran (0: every one was cached)."""
-    bar = progress.Progress(todo, [(cache.load_state(root, nb) or {}).get("seconds") for nb in todo], jobs=jobs)
+    bar = build_log.Progress(todo, [(cache.load_state(root, nb) or {}).get("seconds") for nb in todo], jobs=jobs)
     print(f"Running {len(todo)} notebook(s) at profile {profile}, seed {seed}"
           + (f", up to {jobs} at a time (one per chapter)" if jobs > 1 else ""), flush=True)
     stale = []
@@ -118,7 +118,7 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 
     return len(stale)
 
 
-def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: progress.Progress):
+def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: build_log.Progress):
     """Each notebook in turn, the next one's kernel warming on an idle core meanwhile (``warm``)."""
     warming = warm.enabled()
     this = nxt = None  # the first notebook starts its own kernel: a warm one would have nothing to wait for
@@ -138,7 +138,7 @@ def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: progress.Pro
         raise
 
 
-def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: progress.Progress):
+def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: build_log.Progress):
     """Up to ``jobs`` notebooks at once, each in its own worker process (``execute.run`` sets the
     kernel's environment in ``os.environ``, so they cannot share one); one chapter's notebooks in
     order (``schedule.ChapterQueue``)."""
@@ -167,7 +167,7 @@ def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar:
                 pool.shutdown(wait=False, cancel_futures=True)
                 # each worker's running notebook ends its kernel and that kernel's workers (execute.run)
                 stopping.end_processes(multiprocessing.active_children())
-            raise progress.Interrupted(bar.interrupted_message([nb.label for nb in running.values()])) from None
+            raise build_log.Interrupted(bar.interrupted_message([nb.label for nb in running.values()])) from None
 
 
 def record(root: Path, nb, profile: str, seed: int, key: str, res: execute.Outcome, jobs: int, bar):

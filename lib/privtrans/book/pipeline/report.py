@@ -278,6 +278,6 @@ def write_status_page(root: Path, summary: dict):
     atomic_write_text(out / "status.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "chapters.md", landing_table())
     atomic_write_text(out / "build_times.md", build_times(summary))
-    from .dry import page_table  # the reproducing page's table of estimated `paper` costs
+    from .dry_build import page_table  # the reproducing page's table of estimated `paper` costs
 
     atomic_write_text(out / "dry_run.md", page_table(root))

@@ -1,4 +1,4 @@
-"""python -m privtrans.book.pipeline.dry [--chapter CH ...] [--notebook CH/NAME ...] [--jobs N] [--record]
+"""python -m privtrans.book.pipeline.dry_build [--chapter CH ...] [--notebook CH/NAME ...] [--jobs N] [--record]
 
 ``make dry``: every notebook at profile ``dry`` (the `paper` settings, data and models, each long loop
 cut to its first step: ``privtrans.book.dry``), in a temporary copy of this checkout with cold caches,
@@ -117,7 +117,7 @@ def merged_record(old: list[dict], rows: list[dict], meta: dict) -> str:
     new = {(r["chapter"], r["notebook"]): {**r, **stamp} for r in rows}
     keep = [r for r in old if (r["chapter"], r["notebook"]) not in new]
     buf = io.StringIO()
-    buf.write("# written by `make dry DRY_ARGS=--record` (privtrans.book.pipeline.dry); one row per notebook,\n"
+    buf.write("# written by `make dry DRY_ARGS=--record` (privtrans.book.pipeline.dry_build); one row per notebook,\n"
               "# the latest dry run of each; seconds on the machine named in the row\n")
     w = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
@@ -174,7 +174,7 @@ def report(root: Path, rows: list[dict], expected: int, record: bool, exit_ok: b
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m privtrans.book.pipeline.dry", description=__doc__.split("\n\n")[1])
+    ap = argparse.ArgumentParser(prog="python -m privtrans.book.pipeline.dry_build", description=__doc__.split("\n\n")[1])
     ap.add_argument("--chapter", action="append", default=[], help=f"one of {', '.join(KEYS)} (default: all)")
     ap.add_argument("--notebook", action="append", default=[], help="chapter/name (repeatable)")
     ap.add_argument("--jobs", type=int, default=1, help="notebooks of that many chapters at once")

@@ -1,10 +1,10 @@
-"""privtrans.book.pipeline.dry: the dry build's rows, its record and the reproducing page's table."""
+"""privtrans.book.pipeline.dry_build: the dry build's rows, its record and the reproducing page's table."""
 
 import json
 
 import pytest
 
-from privtrans.book.pipeline import dry
+from privtrans.book.pipeline import dry_build
 
 
 def fake_dry_build(tmp_path):
@@ -28,26 +28,26 @@ def fake_dry_build(tmp_path):
 
 
 def test_rows_take_the_dry_notebooks_with_their_tally(tmp_path):
-    rows = dry.rows_of(fake_dry_build(tmp_path))
+    rows = dry_build.rows_of(fake_dry_build(tmp_path))
     assert [r["notebook"] for r in rows] == ["01_pretraining", "02_table1_finetuning"]  # not the ci row
     assert rows[0]["paper_estimate_s"] == 7200.0 and rows[0]["cut_loops"] == "epochs 1/15, batches 1/400"
     assert rows[1]["status"] == "failed" and rows[1]["paper_estimate_s"] is None and "KeyError" in rows[1]["error"]
-    assert "2.0 h" in dry.table(rows)
+    assert "2.0 h" in dry_build.table(rows)
 
 
 def test_the_record_keeps_each_notebooks_latest_row_and_the_page_lists_every_notebook(tmp_path):
     copy = fake_dry_build(tmp_path)
-    rows = dry.rows_of(copy)
-    assert "No dry run has been recorded" in dry.page_table(copy)
+    rows = dry_build.rows_of(copy)
+    assert "No dry run has been recorded" in dry_build.page_table(copy)
     cpu = {"date": "2026-11-26T15:00:00+00:00", "commit": "abc1234", "machine": {"gpu": None, "cores": 2}}
-    (copy / dry.RECORD).parent.mkdir(parents=True, exist_ok=True)
-    (copy / dry.RECORD).write_text(dry.merged_record([], rows, cpu))
+    (copy / dry_build.RECORD).parent.mkdir(parents=True, exist_ok=True)
+    (copy / dry_build.RECORD).write_text(dry_build.merged_record([], rows, cpu))
     gpu = {"date": "2026-11-27T09:00:00+00:00", "commit": "def5678", "machine": {"gpu": "NVIDIA H200", "cores": 16}}
     again = [{**rows[0], "dry_seconds": 6.0, "paper_estimate_s": 60.0}]  # taft/01 measured again on a GPU
-    (copy / dry.RECORD).write_text(dry.merged_record(dry.read_record(copy), again, gpu))
-    assert [(r["notebook"], r["machine"]) for r in dry.read_record(copy)] == \
+    (copy / dry_build.RECORD).write_text(dry_build.merged_record(dry_build.read_record(copy), again, gpu))
+    assert [(r["notebook"], r["machine"]) for r in dry_build.read_record(copy)] == \
         [("01_pretraining", "NVIDIA H200"), ("02_table1_finetuning", "CPU, 2 cores")]
-    page = dry.page_table(copy)
+    page = dry_build.page_table(copy)
     assert "| taft/01_pretraining | 0.1 min | 1.0 min | NVIDIA H200, `def5678`, 2026-11-27 | epochs 1/15, batches 1/400 |" in page
     assert "| taft/02_table1_finetuning (failed) | 0.1 min | – | CPU, 2 cores, `abc1234`, 2026-11-26 |" in page
     assert "| merge/01_x | not recorded |" in page and "1 notebook(s) have no recorded dry run." in page
@@ -55,20 +55,20 @@ def test_the_record_keeps_each_notebooks_latest_row_and_the_page_lists_every_not
 
 def test_rows_can_be_limited_to_the_notebooks_asked_for(tmp_path):
     copy = fake_dry_build(tmp_path)
-    wanted = [nb for nb in dry.discover(copy) if nb.stem == "02_table1_finetuning"]
-    assert [r["notebook"] for r in dry.rows_of(copy, wanted)] == ["02_table1_finetuning"]
+    wanted = [nb for nb in dry_build.discover(copy) if nb.stem == "02_table1_finetuning"]
+    assert [r["notebook"] for r in dry_build.rows_of(copy, wanted)] == ["02_table1_finetuning"]
 
 
 def test_a_recorded_row_names_the_commit_the_run_started_from(tmp_path, monkeypatch, capsys):
     """A commit made while a dry run runs is not what it measured: ``report`` stamps ``ran_at``."""
-    monkeypatch.setattr(dry, "commit", lambda root: "made-later")
+    monkeypatch.setattr(dry_build, "commit", lambda root: "made-later")
     row = {"chapter": "taft", "notebook": "01_pretraining", "status": "ok", "error": None, "dry_seconds": 1.0,
            "paper_estimate_s": 2.0, "seed_factor": 1.0, "cut_loops": "none"}
     (tmp_path / "data").mkdir()
-    assert dry.report(tmp_path, [row], 1, record=True, ran_at="started-here") == 0
+    assert dry_build.report(tmp_path, [row], 1, record=True, ran_at="started-here") == 0
     assert json.loads((tmp_path / "_build" / "dry_run.json").read_text())["commit"] == "started-here"
-    assert "started-here" in (tmp_path / dry.RECORD).read_text()
-    dry.report(tmp_path, [row], 1, record=False)
+    assert "started-here" in (tmp_path / dry_build.RECORD).read_text()
+    dry_build.report(tmp_path, [row], 1, record=False)
     assert json.loads((tmp_path / "_build" / "dry_run.json").read_text())["commit"] == "made-later"
 
 
@@ -81,16 +81,16 @@ def test_the_commit_is_dirty_for_a_changed_file_but_not_for_the_record_itself(tm
 
     git("init", "-q")
     (tmp_path / "data").mkdir()
-    (tmp_path / dry.RECORD).write_text("a\n")
+    (tmp_path / dry_build.RECORD).write_text("a\n")
     (tmp_path / "code.py").write_text("x = 1\n")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    head = dry.commit(tmp_path)
+    head = dry_build.commit(tmp_path)
     assert head and not head.endswith("-dirty")
-    (tmp_path / dry.RECORD).write_text("a\nb\n")
-    assert dry.commit(tmp_path) == head
+    (tmp_path / dry_build.RECORD).write_text("a\nb\n")
+    assert dry_build.commit(tmp_path) == head
     (tmp_path / "code.py").write_text("x = 2\n")
-    assert dry.commit(tmp_path) == f"{head}-dirty"
+    assert dry_build.commit(tmp_path) == f"{head}-dirty"
 
 
 def test_an_unknown_notebook_is_refused_before_anything_runs_or_is_written(tmp_path):
@@ -98,11 +98,11 @@ def test_an_unknown_notebook_is_refused_before_anything_runs_or_is_written(tmp_p
     with the allowed names; the last dry run's _build/dry_run.json and the record are left alone."""
     copy = fake_dry_build(tmp_path)
     (copy / "data").mkdir()
-    kept = (copy / "_build" / "dry_run.json", copy / dry.RECORD)
+    kept = (copy / "_build" / "dry_run.json", copy / dry_build.RECORD)
     for p in kept:
         p.write_text("last good run")
     with pytest.raises(SystemExit, match=r"unknown notebook\(s\) \['taft/01'\]: give chapter/name, one of .*taft/"):
-        dry.main(["--root", str(copy), "--notebook", "taft/01", "--record"])
+        dry_build.main(["--root", str(copy), "--notebook", "taft/01", "--record"])
     assert all(p.read_text() == "last good run" for p in kept)
 
 
@@ -111,6 +111,6 @@ def test_the_dry_run_takes_the_pipelines_names_chapter_name_or_chapter_stem(tmp_
     ``taft/01_pretraining`` pick the same notebook (--collect: report the dry run already there)."""
     copy = fake_dry_build(tmp_path)
     for name in ("taft/pretraining", "taft/01_pretraining"):
-        assert dry.main(["--root", str(copy), "--collect", "--notebook", name]) == 0
+        assert dry_build.main(["--root", str(copy), "--collect", "--notebook", name]) == 0
         rows = json.loads((copy / "_build" / "dry_run.json").read_text())["notebooks"]
         assert [r["notebook"] for r in rows] == ["01_pretraining"], name
