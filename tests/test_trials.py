@@ -99,6 +99,9 @@ def test_the_paper_inputs_run_through_the_claims_own_predicate(tmp_path):
     r = T.predicate_trials(c, None, "dp_icl", tmp_path)
     assert not r.passed and "the paper's own numbers do not pass" in r.failures[0]
     assert r.threshold.startswith("`nb.")
+    # stated as an erratum of the paper, the failure is the paper's, shown, and no trial failure
+    e = T.predicate_trials(dict(c, erratum="its own table gives 80 < 81"), None, "dp_icl", tmp_path)
+    assert e.passed and e.paper_verdict == V.CONTRADICTED and "erratum" in e.notes[0]
 
 
 def test_the_sentence_says_rates_and_seeds():

@@ -362,7 +362,10 @@ def predicate_trials(c: dict, env: dict | None, chapter: str, root=None) -> Resu
     res.paper_verdict = V.HELD if held else V.CONTRADICTED
     res.spread_from = source
     if source == "the paper's numbers" and not held:
-        res.fail("the paper's own numbers do not pass the claim's predicate")
+        if c.get("erratum"):  # the paper's numbers do not support its sentence: an erratum, shown as such
+            res.notes.append("the paper's own numbers do not pass the claim's predicate (the claim's erratum)")
+        else:
+            res.fail("the paper's own numbers do not pass the claim's predicate")
     if res.threshold is None:
         res.fail(f"no change of one value it reads turns the predicate on {source}: it cannot be "
                  f"{'contradicted' if held else 'held'}")
