@@ -122,3 +122,11 @@ def test_a_count_turns_at_a_whole_unit():
     r = T.predicate_trials({"id": "n", "predicate": "nb.failed == nb.of"}, env, "dp_icl")
     assert r.passed and r.threshold in ("`nb.failed` moving from 6 to 5", "`nb.failed` moving from 6 to 7",
                                         "`nb.of` moving from 6 to 5", "`nb.of` moving from 6 to 7")
+
+
+def test_a_claim_whose_notebook_did_not_run_gets_the_cells_its_need_asks():
+    """Running one notebook of a chapter leaves the others' claims without cells: the trials shape
+    them from ``need`` ('all but 1' needs two cells), never a shape the rule refuses."""
+    r = T.interval_trials(claim(need="all but 1", effect=1.0), None, "dp_icl")
+    assert r.cells == 2 and r.passed, r.failures
+    assert T.interval_trials(claim(need=3, effect=1.0), None, "dp_icl").cells == 3
