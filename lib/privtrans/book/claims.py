@@ -586,8 +586,10 @@ def main(argv=None) -> int:
             doc = load(ch)
             rep = [c for c in doc["claims"] if c["kind"] == "reproduction"]
             untested = [c["id"] for c in rep if not has_paper_numbers(c)]
+            errata = [c["id"] for c in rep if c.get("erratum")]
             print(f"{ch}: {len(doc['claims'])} claims ({len(rep)} reproductions), "
-                  f"{len(rep) - len(untested)} with a paper self-test that passes; "
+                  f"{len(rep) - len(untested)} with a paper self-test, which the paper passes but for "
+                  f"{len(errata)} stated errata ({', '.join(errata) or 'none'}); "
                   f"no tabulated paper values for: {', '.join(untested) or 'none'}")
     for b in bad:
         print("PROBLEM", b)
