@@ -165,10 +165,15 @@ def test_spu_rounds_weigh_each_kernel_call_by_spus_own_table():
     from privtrans.mpc_attention import spu_worker as W
 
     # ABY3 with K = 64: mul_aa 1, trunc_a 3, a2b log K + 1 + 1 = 8, add_aa free; b2a is "TODO" in SPU's
-    # table: our pinned 7; "novel_k" is in neither, so it counts the profiled party's send actions
+    # table and measured, not pinned: like "novel_k" (in neither), it counts the profiled party's
+    # send actions in this run, and is named
     acts = {"mul_aa": (17, 17), "trunc_a": (16, 20), "a2b": (1, 8), "add_aa": (9, 0), "b2a": (2, 12), "novel_k": (1, 5)}
     rounds, unknown = W.kernel_rounds("\n".join(_profile(acts)), "ABY3")
-    assert rounds == 17 * 1 + 16 * 3 + 1 * 8 + 0 + 2 * 7 + 5 and unknown == {"novel_k": 5}
+    assert rounds == 17 * 1 + 16 * 3 + 1 * 8 + 0 + 12 + 5 and unknown == {"b2a": 12, "novel_k": 5}
+    assert "b2a" not in W.KERNEL_ROUNDS_OURS["ABY3"]
+    # with b2a's rounds measured (the worker's probe), each call weighs that
+    rounds, unknown = W.kernel_rounds("\n".join(_profile(acts)), "ABY3", {"b2a": 6})
+    assert rounds == 17 + 48 + 8 + 2 * 6 + 5 and unknown == {"novel_k": 5}
     # SEMI2K (N = 2): trunc_a 1, a2b (log K + 1) log N = 7, b2a 1: all in SPU's table
     rounds, unknown = W.kernel_rounds("\n".join(_profile(acts, 2)), "SEMI2K")
     assert rounds == 17 + 16 + 7 + 2 + 5 and unknown == {"novel_k": 5}
@@ -177,6 +182,22 @@ def test_spu_rounds_weigh_each_kernel_call_by_spus_own_table():
     for lines in ([ln for ln in _profile(acts) if "MPC profiling" not in ln], _profile(acts) * 2):
         with pytest.raises(RuntimeError, match="expected one 'MPC profiling' section"):
             W.kernel_rounds("\n".join(lines), "ABY3")
+
+
+@pytest.mark.parametrize("protocol,per_elem", [("ABY3", 8), ("SEMI2K", 16)])
+def test_spu_counts_of_a_multiplication_chain_equal_the_closed_form(protocol, per_elem):
+    """Bytes per link per direction and rounds, on a graph with a closed form: ABY3 sends each
+    party's n-element share to the next party (8 B an element of the 64-bit ring), SEMI2K's Beaver
+    opens 2 n elements each way; one round a multiplication. All parties' sends together are
+    bytes_total (3 x for ABY3's ring, 2 x for SEMI2K)."""
+    spu = _spu()
+    for n, depth in ((4, 1), (16, 2)):
+        c = spu.probe_cost(n, depth, protocol)
+        assert c["exact"] and c["rounds"] == depth, c
+        assert c["bytes"] == per_elem * n * depth, c
+        assert c["bytes_total"] == c["bytes"] * c["parties"], c
+    if protocol == "ABY3":  # b2a measured by the worker's probe (SPU's table marks it TODO), not pinned
+        assert c["measured_kernel_rounds"].startswith("b2a ") and 4 <= int(c["measured_kernel_rounds"].split()[1]) <= 8
 
 
 def test_spu_rounds_are_the_same_however_the_parties_lines_interleave():
