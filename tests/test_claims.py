@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from privtrans.book import claims
+from privtrans.book import claims, paper_values
 from privtrans.book.chapters import KEYS
 from privtrans.book.paper_values import PaperValueError, lookup
 
@@ -42,9 +42,35 @@ def test_every_claims_file_follows_the_schema(chapter):
 def test_the_paper_passes_our_test_of_its_own_claim(chapter, claim):
     """The claim's own test on the paper's own tabulated point values (taken as exact) holds: an interval
     claim's paper differences against its margin or band, a predicate claim's own predicate on the
-    paper's numbers (``paper_inputs``)."""
+    paper's numbers (``paper_inputs``). Where it does not, the claim states an ``erratum`` (the paper's
+    numbers do not support its sentence), shown on the page beside the computed arithmetic; an
+    erratum on a claim the paper passes is stale and fails here too."""
     verdict, reason = claims.paper_self_test(chapter, claim, ROOT)
-    assert verdict == "held", f"{chapter}/{claim['id']}: the paper fails its own claim: {reason}"
+    if claim.get("erratum"):
+        assert verdict != "held", f"{chapter}/{claim['id']}: states an erratum, but the paper passes: {reason}"
+    else:
+        assert verdict == "held", f"{chapter}/{claim['id']}: the paper fails its own claim (no erratum): {reason}"
+
+
+def test_an_erratum_is_shown_as_the_papers_with_its_arithmetic(tmp_path):
+    d = tmp_path / "data" / "dp_icl"
+    d.mkdir(parents=True)
+    (d / "paper_tables.csv").write_text("table,method,value\nT1,ours,1.2\n")
+    base = ("claims:\n  - {id: e, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, "
+            "paper_value: 1, notebook: nb, value: nb.x, predicate: 'nb.x >= 1.7', exact: 'a ratio', "
+            "paper_inputs: {nb.x: \"P('paper_tables', table='T1', method='ours')\"}")
+    (d / "claims.yaml").write_text(base + "}\n")
+    assert any("no erratum" in p for p in claims.lint("dp_icl", tmp_path))
+    (d / "claims.yaml").write_text(base + ", erratum: 'its own figure gives 1.2'}\n")
+    assert claims.lint("dp_icl", tmp_path) == []
+    doc = claims.load("dp_icl", tmp_path)
+    rows = claims.evaluate("dp_icl", doc, {"nb": {"profile": "ci", "values": {"x": 2.0}}}, "ci", tmp_path)
+    assert rows[0]["verdict"] == "held" and rows[0]["paper_self_test"] == "contradicted"
+    page = claims.markdown_table(rows, "ci")
+    assert "Erratum of the paper" in page and "its own figure gives 1.2" in page and "nb.x = 1.2 >= 1.7" in page
+    (d / "paper_tables.csv").write_text("table,method,value\nT1,ours,1.8\n")
+    paper_values._rows.cache_clear()  # the same path, new contents
+    assert any("but the paper passes its own claim" in p for p in claims.lint("dp_icl", tmp_path))
 
 
 def test_a_paper_test_that_the_paper_fails_is_caught(tmp_path):

@@ -106,6 +106,14 @@ def group_times(er_embed=1.0, merge_embed=0.9, merge_linear=54.0, variants=VARIA
     return out
 
 
+#: a link calibration like the paper's (``calibration.paper_link().summary()``), and one that missed a held-out cell
+LINK = {"bandwidth_GBps": 2.58, "rtt_ms": 0.70, "residuals_s": {"a": -1.0, "b": 0.5, "c": 0.2},
+        "held_out_errors": {"h1": 0.003, "h2": -0.015}, "max_held_out_error": 0.015, "tolerance": 0.1,
+        "calibrated": True, "status": "calibrated: every held-out cell predicted within 10%"}
+UNCALIBRATED = {**LINK, "held_out_errors": {"h1": 0.25, "h2": -0.015}, "max_held_out_error": 0.25,
+                "calibrated": False, "status": "not calibrated: held-out cell h1 predicted +25.0% off"}
+
+
 def tables12(runs=None, variants=VARIANTS, **kw):
     cf = {v: sum(b for b, _, _ in TABLES12[v].values()) for v in variants}  # closed form = measured
     # speed-ups like the paper's (7.75x at GPT-2, 10.89x at T5): the time claims hold on these
@@ -113,7 +121,7 @@ def tables12(runs=None, variants=VARIANTS, **kw):
     net_t5 = {**net_gpt2, "merge": 10.5}
     args = dict(closed_form=cf, closed_form_encdec=cf, gpt2_vs_paper=side_table(variants),
                 t5_vs_paper=side_table(variants, merge=(0.27, 1.7, 95.0)), network_gpt2=net_gpt2, network_t5=net_t5,
-                group_times_gpt2=group_times(), group_times_t5=group_times(merge_linear=45.0))
+                group_times_gpt2=group_times(), group_times_t5=group_times(merge_linear=45.0), link=LINK)
     args.update(kw)
     return R.tables12_cost(tables12_runs() if runs is None else runs, list(variants), 4, 4, **args)
 
@@ -445,18 +453,18 @@ GEN = {"mpcformer_sf2relu": 1.1, "mpcformer_sf2quad": 1.1, "thex": 1.2, "merge":
 
 
 def test_fig1a_substitutes_help_the_encoder_not_generation():
-    out = R.fig1a_speedups(ENC, GEN)
+    out = R.fig1a_speedups(ENC, GEN, LINK)
     assert out["mpcformer_min_speedup_encoder"] == 2.7 and out["mpcformer_max_speedup_generation"] == 1.1
     assert verdict("fig1a_substitutes_help_encoder_not_generation", out)[0] == HELD
     # one substitute below half the figure's 4x on the encoder fails; so does 2x or more on generation
     assert verdict("fig1a_substitutes_help_encoder_not_generation",
-                   R.fig1a_speedups({**ENC, "mpcformer_sf2relu": 1.9}, GEN))[0] == CONTRADICTED
+                   R.fig1a_speedups({**ENC, "mpcformer_sf2relu": 1.9}, GEN, LINK))[0] == CONTRADICTED
     assert verdict("fig1a_substitutes_help_encoder_not_generation",
-                   R.fig1a_speedups(ENC, {**GEN, "mpcformer_sf2quad": 2.0}))[0] == CONTRADICTED
+                   R.fig1a_speedups(ENC, {**GEN, "mpcformer_sf2quad": 2.0}, LINK))[0] == CONTRADICTED
     # the same speed-up on both (what a substitute that changes nothing would give) fails
-    assert verdict("fig1a_substitutes_help_encoder_not_generation", R.fig1a_speedups(GEN, GEN))[0] == CONTRADICTED
+    assert verdict("fig1a_substitutes_help_encoder_not_generation", R.fig1a_speedups(GEN, GEN, LINK))[0] == CONTRADICTED
     with pytest.raises(R.MissingResult, match="sf2quad"):
-        R.fig1a_speedups({"mpcformer_sf2relu": 2.7}, GEN)
+        R.fig1a_speedups({"mpcformer_sf2relu": 2.7}, GEN, LINK)
 
 
 def test_encoder_speedups_are_one_pass_of_the_closed_form():
@@ -514,13 +522,13 @@ def size_sweep(**change):
 
 
 def fig4(runs=None, variants=("crypten", "only_er", "merge"), net=None, cf_fractions=(0.5, 0.4, 0.3),
-         thex=None, size=None):
+         thex=None, size=None, link=LINK, readings=None):
     net = {64: 4.0, 128: 7.75, 256: 14.0, 512: 26.0} if net is None else net
     thex = {n: 2.0 for n in net} if thex is None else thex
     cfl = pd.DataFrame({"ER+MM fraction": list(cf_fractions)}, index=pd.Index([512, 64, 128], name="x"))
     saved = pd.DataFrame({"count": [C.WITH_ARGMAX, C.WITHOUT_ARGMAX], "bytes saved by ER+MM": [0.7, 0.9]})
     return R.fig4_scaling(fig4_runs() if runs is None else runs, list(variants), N_NEWS, cfl, saved, net,
-                          thex, size_sweep() if size is None else size)
+                          thex, size_sweep() if size is None else size, link=link, readings=readings)
 
 
 def test_fig4_values_and_claims():
@@ -553,6 +561,25 @@ def test_fig4_values_and_claims():
         fig4(net={128: 2.8})
 
 
+def test_time_claims_are_judged_only_through_a_calibrated_link():
+    """A link that misses a held-out cell of the paper's own Table 1 judges no time claim: each is
+    not judged, with the calibration's reason; a byte claim does not read the link."""
+    time_claims = [cid for cid, c in CLAIMS.items() if "link_calibration" in (c.get("precondition") or "")]
+    assert {"t1_merge_fastest", "t1_t5_merge_fastest", "t1_comm_time_column", "fig4_speedup_grows_with_length",
+            "fig4_merge_over_thex_at_512", "fig4_size_speedup_about_10x", "fig4_size_speedup_does_not_grow",
+            "fig1a_substitutes_help_encoder_not_generation"} <= set(time_claims)
+    outs = {"tables12_cost": tables12(link=UNCALIBRATED), "fig4_scaling": fig4(link=UNCALIBRATED),
+            "fig1_time_breakdown": R.fig1a_speedups(ENC, GEN, UNCALIBRATED)}
+    for cid in time_claims:
+        c = CLAIMS[cid]
+        (row,) = claims.evaluate("merge", {"claims": [c]}, {c["notebook"]: {"profile": "ci", "values": _jsonable(
+            outs[c["notebook"]])}}, "ci")
+        assert row["verdict"] == NOT_JUDGED and "link_calibration.calibrated" in row["reason"], cid
+    assert verdict("fig4_bytes_cut_at_512", fig4(link=UNCALIBRATED, cf_fractions=(0.22, 0.4, 0.3)))[0] == HELD
+    with pytest.raises(R.MissingResult, match="link calibration"):
+        tables12(link={"calibrated": True})
+
+
 def test_fig4_merge_over_thex_at_512():
     out = fig4()
     assert out["network_merge_over_thex_512"] == pytest.approx(13.0)
@@ -577,7 +604,11 @@ def test_fig4_lower_row_size_claims():
     # ~2x over the fastest existing method is not ~10x; a speed-up doubling with size is a significant improvement
     out = fig4(size=size_sweep(**{"merge speed-up": [3.9, 2.4, 2.0]}))
     assert verdict("fig4_size_speedup_about_10x", out)[0] == CONTRADICTED
-    assert verdict("fig4_size_speedup_does_not_grow", out)[0] == HELD  # it falls
+    # a speed-up that halves over the sizes does not stay "about the same" either (two-sided)
+    assert out["size_speedup_growth"] == pytest.approx(2.0 / 3.9)
+    assert verdict("fig4_size_speedup_does_not_grow", out)[0] == CONTRADICTED
+    out = fig4(size=size_sweep(**{"merge speed-up": [12.0, 11.0, 9.0]}))  # 0.75: within a factor 1.5
+    assert verdict("fig4_size_speedup_does_not_grow", out)[0] == HELD
     out = fig4(size=size_sweep(**{"merge speed-up": [6.0, 9.0, 12.0]}))
     assert verdict("fig4_size_speedup_does_not_grow", out)[0] == CONTRADICTED
     # a gap that shrinks at one step (to any one baseline) does not grow
@@ -1147,7 +1178,7 @@ def test_every_claim_reads_a_readout_key():
     """Each value a merge claim reads is a key that some readout returns."""
     keys = set()
     keys |= set(tables12()) | set(fig4()) | set(fig1())
-    keys |= set(R.fig1a_speedups(ENC, GEN))
+    keys |= set(R.fig1a_speedups(ENC, GEN, LINK))
     keys |= set(R.fig6_retraining({"merge": trained("merge", [3.0, 2.0, 1.0])}, trained("teacher", [2.0, 1.0]), "acts"))
     keys |= set(R.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]))
     keys |= set(R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts"]))
@@ -1205,13 +1236,16 @@ def test_network_speedups_are_the_closed_form_on_the_stated_link():
     assert sp["merge"] == pytest.approx(by_hand["crypten"] / by_hand["merge"])
     assert 2 < sp["merge"] < 4 and sp["thex"] < 1.3  # bytes dominate on a LAN: ER+MM's 0.40 of the bytes
     # latency-bound link: rounds decide, and ER+MM's saving in rounds is larger than in bytes
-    slow = C.network_speedups(cost_model.GPT2, ["merge"], bandwidth=1e15, rtt=0.05)["merge"]
+    from privtrans.shared.mpc.network import Link
+
+    slow = C.network_speedups(cost_model.GPT2, ["merge"], Link(1e15, 0.05))["merge"]
     assert slow > sp["merge"]
 
 
 def test_the_papers_numbers_are_every_value_a_predicate_reads():
     """Each predicate reproduction with the paper's inputs runs on them alone: every value its
-    predicate reads is one of them (none left to this build), and the paper's numbers pass it."""
+    predicate reads is one of them (none left to this build), and the paper's numbers pass it, or
+    the claim states the erratum (the paper's own numbers do not support its sentence)."""
     from privtrans.book import trials
 
     with_inputs = [c for c in CLAIMS.values() if c["kind"] == "reproduction" and "predicate" in c and c.get("paper_inputs")]
@@ -1219,7 +1253,13 @@ def test_the_papers_numbers_are_every_value_a_predicate_reads():
     for c in with_inputs:
         env = claims.paper_env("merge", c)
         assert set(trials.read_paths(c["predicate"], env)) <= set(c["paper_inputs"]), c["id"]
-        assert claims.truth(c["predicate"], env), c["id"]
+        assert claims.truth(c["predicate"], env) != bool(c.get("erratum")), c["id"]
+    # the six time claims of issue 50 read the paper's counts through the calibrated link, not its wall times
+    for cid in ("t1_merge_fastest", "fig4_speedup_grows_with_length", "fig4_merge_over_thex_at_512",
+                "fig4_size_speedup_about_10x", "t1_comm_time_column", "fig4_size_speedup_does_not_grow"):
+        assert all("seconds_calibrated" in e for e in CLAIMS[cid]["paper_inputs"].values()), cid
+    assert {c["id"] for c in with_inputs if c.get("erratum")} == {
+        "fig4_speedup_grows_with_length", "fig4_size_speedup_about_10x", "fig4_size_speedup_does_not_grow"}
     # t2_t5_saves_more_than_gpt reads the measured fractions as well as the closed form: the paper's
     # measured numbers feed that condition too, and a measured T5 fraction above GPT-2's turns it
     c = CLAIMS["t2_t5_saves_more_than_gpt"]
@@ -1233,3 +1273,17 @@ def test_every_predicate_reproduction_says_why_it_is_exact():
             assert c.get("exact"), c["id"]
         if "interval" in c and c["notebook"] == "fig1_time_breakdown":
             assert c.get("lost_seeds") == "drop", c["id"]  # timing rounds, not training runs
+
+
+def test_len64_bytes_saved_fails_at_ci_and_is_shown_failing():
+    """The check's target (60 % fewer bytes at length 64) is ours; at ci's model the closed form (equal
+    to the measured bytes) saves 54.3 % counting the argmax: the check is contradicted, not tuned."""
+    from privtrans.book import profiles
+
+    cfg = profiles.settings("merge", "fig4_scaling", "ci")
+    saved = C.bytes_saved_at_length(cfg["sizes"], cfg["prefix"], total=64).set_index("count")["bytes saved by ER+MM"]
+    assert saved[C.WITH_ARGMAX] == pytest.approx(0.543, abs=0.001)
+    assert saved[C.WITHOUT_ARGMAX] > saved[C.WITH_ARGMAX]
+    out = fig4()
+    out["len64_saved_with_argmax"] = float(saved[C.WITH_ARGMAX])
+    assert verdict("len64_bytes_saved", out)[0] == CONTRADICTED

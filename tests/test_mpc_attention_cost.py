@@ -1,9 +1,8 @@
-"""Table 1 and Tables 2-6 costs read every party's counters (no processes: fake parties).
+"""Table 1 and Tables 2-6 costs read every party's message trace (no processes: fake parties).
 
-In CrypTen's 3-party replicated sharing the parties' counters differ (party 0 logs fewer rounds than
-parties 1 and 2); a protocol's rounds are the longest chain of messages (the maximum over the
-parties) and its bytes all parties' traffic (the per-party counts summed and halved, since CrypTen
-logs each message at its sender and at its receiver)."""
+A protocol's rounds are its longest chain of dependent messages and its bytes those of its busiest
+link one way (``privtrans.shared.mpc.trace.counts``); CrypTen's per-party counters (which count an
+isend and an irecv as two rounds, and both directions of a reveal) are kept beside."""
 
 import pytest
 import torch
@@ -12,27 +11,42 @@ from privtrans.mpc_attention import attention as A
 from privtrans.mpc_attention import cost, experiments
 
 
-def test_combine_counts_takes_the_max_rounds_and_all_parties_bytes():
-    per_party = [dict(rounds=247, bytes=1000, seconds=0.5), dict(rounds=287, bytes=1200, seconds=0.4),
-                 dict(rounds=287, bytes=1400, seconds=0.7)]
-    assert cost.combine_counts(per_party) == dict(rounds=287, bytes=1800, seconds=0.7)
-    # 2PC: both parties log the same counts, so the combination is party 0's own
-    two = [dict(rounds=30, bytes=4096), dict(rounds=30, bytes=4096)]
-    assert cost.combine_counts(two) == two[0]
+def ring(rank, n, w=3):
+    """One replicated multiplication in a party's trace: isend to the next, irecv from the previous."""
+    return [("send", (rank + 1) % w, n), ("irecv", (rank - 1) % w, n), ("sync",)]
+
+
+def test_protocol_counts_read_the_traces_not_crypten_counters():
+    per_party = [dict(rounds=4, bytes=64, seconds=0.5, trace=ring(0, 4) * 2),
+                 dict(rounds=5, bytes=96, seconds=0.4, trace=ring(1, 4) * 2),
+                 dict(rounds=4, bytes=64, seconds=0.7, trace=ring(2, 4) * 2)]
+    c = cost.protocol_counts(per_party)
+    assert (c["rounds"], c["bytes"], c["bytes_total"]) == (2, 2 * 4 * 8, 3 * 2 * 4 * 8)
+    assert c["crypten_rounds"] == 5 and c["crypten_bytes"] == 112 and c["seconds"] == 0.7
+    # 2PC: a reveal each way; bytes per direction are half CrypTen's per-party count
+    two = [dict(rounds=1, bytes=2 * 3 * 8, trace=[("send", 1, 3), ("recv", 1, 3)]),
+           dict(rounds=1, bytes=2 * 3 * 8, trace=[("send", 0, 3), ("recv", 0, 3)])]
+    c = cost.protocol_counts(two)
+    assert c["rounds"] == 1 and c["bytes"] == cost.link_bytes_2pc(two[0]["bytes"]) == 24
     with pytest.raises(ValueError, match="no party"):
-        cost.combine_counts([])
+        cost.protocol_counts([])
+    with pytest.raises(ValueError, match="no message trace"):
+        cost.protocol_counts([dict(rounds=1, bytes=2)])
+    with pytest.raises(ValueError, match="even"):
+        cost.link_bytes_2pc(3)
 
 
 def _fake_parties(kinds, n, heads=4, **kw):
-    """What runner.run returns for secure.attention_cost in 3PC: party 0 logs fewer rounds."""
+    """What runner.run returns for secure.attention_cost in 3PC: CrypTen's counters differ by party
+    (party 0 logs fewer calls); the traces hold i + 1 replicated multiplications per kind."""
     x = torch.randn(1, heads, n, n, generator=torch.Generator().manual_seed(0)) * 2
     ones = torch.ones(1, 1, 1, n)
     out = []
     for rank, (extra_rounds, nbytes) in enumerate([(0, 100), (40, 300), (40, 200)]):
         r = {"scores": x}
         for i, k in enumerate(kinds):
-            r[k] = {"rounds": 10 * i + 2 + extra_rounds * (k != "scaling") + rank * (k == "scaling"),
-                    "bytes": nbytes * (i + 1), "seconds": 0.1 * (rank + 1),
+            r[k] = {"rounds": 10 * i + 2 + extra_rounds, "bytes": nbytes * (i + 1), "seconds": 0.1 * (rank + 1),
+                    "trace": ring(rank, n) * (i + 1),
                     "plain": A.normalise(k, x, ones, A.PAPER_FITS.get(A.FREEDIV.get(k)))}
         out.append(r)
     return out
@@ -50,10 +64,11 @@ def test_measure_reads_every_party(monkeypatch):
     assert calls == [3]
     row = df.set_index("variant")
     for i, k in enumerate(A.ATTENTIONS):
-        # rounds: the busiest party's (not party 0's); bytes: (100 + 300 + 200) (i + 1) / 2
-        want_rounds = 10 * i + 2 + (40 if k != "scaling" else 2)
-        assert row.loc[k, "rounds"] == want_rounds, k
-        assert row.loc[k, "bytes"] == 300 * (i + 1), k
+        # rounds: the chain of i + 1 multiplications (not the busiest party's 10 i + 42 calls)
+        assert row.loc[k, "rounds"] == i + 1 and row.loc[k, "crypten_rounds"] == 10 * i + 42, k
+        assert row.loc[k, "bytes"] == (i + 1) * 8 * 8 and row.loc[k, "bytes_total"] == 3 * (i + 1) * 8 * 8, k
+        assert row.loc[k, "bytes_busiest_link"] == (i + 1) * 8 * 8, k
+        assert row.loc[k, "crypten_bytes"] == 300 * (i + 1), k
         assert row.loc[k, "seconds"] == pytest.approx(0.3)
         assert row.loc[k, "max_abs_error"] == 0.0
 
@@ -61,18 +76,22 @@ def test_measure_reads_every_party(monkeypatch):
 def test_secure_costs_read_every_party(monkeypatch):
     from privtrans.shared.mpc import runner
 
-    def summary(rounds, nbytes):
-        return {"Softmax": dict(rounds=rounds, bytes=nbytes, seconds=1.0, comm_seconds=0.1, calls=2),
-                "Total": dict(rounds=rounds + 5, bytes=nbytes + 10, seconds=2.0, comm_seconds=0.2, calls=3)}
+    def reveal(me, k, n):
+        return [("send", 1 - me, n), ("recv", 1 - me, n)] * k
+
+    def summary(me):
+        return {"Softmax": dict(rounds=2, bytes=64, seconds=1.0 + me, comm_seconds=0.1, calls=2, trace=reveal(me, 2, 2)),
+                "Total": dict(rounds=7, bytes=74, seconds=2.0, comm_seconds=0.2, calls=3, trace=reveal(me, 7, 1))}
 
     def fake_run(fn, cfgs, state, ids, mask, types, reps, timeout=300, world_size=2):
-        return [{"scaling+quad": {"cost": summary(r, b)}} for r, b in ((0, 40), (2, 60))]
+        return [{"scaling+quad": {"cost": summary(me)}} for me in (0, 1)]
 
     monkeypatch.setattr(runner, "run", fake_run)
     t = {"cfg": {"vocab_size": 10}, "state": {}, "const": {}}
     got = experiments.secure_costs(t, [("scaling", "quad")], 4)
-    assert got["scaling+quad"]["Softmax"]["rounds"] == 2 and got["scaling+quad"]["Softmax"]["bytes"] == 50
-    assert got["scaling+quad"]["Total"]["rounds"] == 7 and got["scaling+quad"]["Total"]["bytes"] == 60
+    soft, total = got["scaling+quad"]["Softmax"], got["scaling+quad"]["Total"]
+    assert (soft["rounds"], soft["bytes"], soft["seconds"]) == (2, 2 * 2 * 8, 2.0)
+    assert (total["rounds"], total["bytes"], total["crypten_rounds"]) == (7, 7 * 8, 7)
 
 
 def test_secure_costs_guard_grows_with_the_forwards(monkeypatch):

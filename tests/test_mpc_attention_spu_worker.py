@@ -26,10 +26,15 @@ def test_spu_rounds_weigh_each_kernel_call_by_spus_own_table():
     from privtrans.mpc_attention import spu_worker
 
     # ABY3 with K = 64: mul_aa 1, trunc_a 3, a2b log K + 1 + 1 = 8, add_aa free; b2a is "TODO" in SPU's
-    # table: our pinned 7; "novel_k" is in neither, so it counts the profiled party's send actions
+    # table and measured, not pinned: like "novel_k" (in neither), it counts the profiled party's
+    # send actions in this run, and is named
     acts = {"mul_aa": (17, 17), "trunc_a": (16, 20), "a2b": (1, 8), "add_aa": (9, 0), "b2a": (2, 12), "novel_k": (1, 5)}
     rounds, unknown = spu_worker.kernel_rounds("\n".join(_profile(acts)), "ABY3")
-    assert rounds == 17 * 1 + 16 * 3 + 1 * 8 + 0 + 2 * 7 + 5 and unknown == {"novel_k": 5}
+    assert rounds == 17 * 1 + 16 * 3 + 1 * 8 + 0 + 12 + 5 and unknown == {"b2a": 12, "novel_k": 5}
+    assert "b2a" not in spu_worker.KERNEL_ROUNDS_OURS["ABY3"]
+    # with b2a's rounds measured (the worker's probe), each call weighs that
+    rounds, unknown = spu_worker.kernel_rounds("\n".join(_profile(acts)), "ABY3", {"b2a": 6})
+    assert rounds == 17 + 48 + 8 + 2 * 6 + 5 and unknown == {"novel_k": 5}
     # SEMI2K (N = 2): trunc_a 1, a2b (log K + 1) log N = 7, b2a 1: all in SPU's table
     rounds, unknown = spu_worker.kernel_rounds("\n".join(_profile(acts, 2)), "SEMI2K")
     assert rounds == 17 + 16 + 7 + 2 + 5 and unknown == {"novel_k": 5}

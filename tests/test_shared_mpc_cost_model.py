@@ -116,3 +116,20 @@ def test_encdec_fractions_at_t5_shape():
     assert t5["merge"]["fraction"] < gpt["merge"]["fraction"]
     assert t5["only_er"]["Embed_GiB"] < 0.05 * t5["crypten"]["Embed_GiB"]
     assert t5["merge"]["Softmax_GiB"] == 0
+
+
+def test_a_graph_changes_rounds_where_it_runs_the_protocol_differently():
+    """OURS is the protocol measured above; AUTHORS splits the embedding into 250 matmuls (the same
+    bytes, 250 rounds a call), projects Q, K, V apart (2 more rounds and 2·16·n·d more bytes a layer)
+    and stands in an affine map for every LayerNorm; NO_KV_CACHE re-runs the whole sequence."""
+    s = cost_model.Shape(vocab=64, d=8, layers=2, heads=2, prefix=4, n_new=3)
+    ours, auth = (cost_model.generation_cost(s, "crypten", graph=g) for g in (cost_model.OURS, cost_model.AUTHORS))
+    assert ours == cost_model.generation_cost(s, "crypten")
+    embeds = 1 + (s.n_new - 1)  # the prefix, then every new token but the last
+    assert auth["Embed"]["bytes"] == ours["Embed"]["bytes"] and auth["Embed"]["rounds"] == 250 * embeds
+    calls = s.layers * s.n_new  # one layer call per layer: the prefix pass and each later step
+    assert auth["Linear"]["rounds"] - ours["Linear"]["rounds"] == 2 * calls
+    assert auth["Linear"]["bytes"] - ours["Linear"]["bytes"] == 2 * cost_model.ELEM * s.d * s.layers * (s.prefix + s.n_new - 1)
+    assert auth["Norm"]["rounds"] == 2 * calls  # one round per affine stand-in
+    nokv = cost_model.generation_cost(s, "crypten", graph=cost_model.NO_KV_CACHE)
+    assert nokv["Embed"]["bytes"] == sum(cost_model.matmul_bytes(t, s.vocab, s.d) for t in (4, 5, 6))

@@ -99,6 +99,9 @@ def test_the_paper_inputs_run_through_the_claims_own_predicate(tmp_path):
     r = T.predicate_trials(c, None, "dp_icl", tmp_path)
     assert not r.passed and "the paper's own numbers do not pass" in r.failures[0]
     assert r.threshold.startswith("`nb.")
+    # stated as an erratum of the paper, the failure is the paper's, shown, and no trial failure
+    e = T.predicate_trials(dict(c, erratum="its own table gives 80 < 81"), None, "dp_icl", tmp_path)
+    assert e.passed and e.paper_verdict == V.CONTRADICTED and "erratum" in e.notes[0]
 
 
 def test_the_sentence_says_rates_and_seeds():
@@ -119,3 +122,11 @@ def test_a_count_turns_at_a_whole_unit():
     r = T.predicate_trials({"id": "n", "predicate": "nb.failed == nb.of"}, env, "dp_icl")
     assert r.passed and r.threshold in ("`nb.failed` moving from 6 to 5", "`nb.failed` moving from 6 to 7",
                                         "`nb.of` moving from 6 to 5", "`nb.of` moving from 6 to 7")
+
+
+def test_a_claim_whose_notebook_did_not_run_gets_the_cells_its_need_asks():
+    """Running one notebook of a chapter leaves the others' claims without cells: the trials shape
+    them from ``need`` ('all but 1' needs two cells), never a shape the rule refuses."""
+    r = T.interval_trials(claim(need="all but 1", effect=1.0), None, "dp_icl")
+    assert r.cells == 2 and r.passed, r.failures
+    assert T.interval_trials(claim(need=3, effect=1.0), None, "dp_icl").cells == 3

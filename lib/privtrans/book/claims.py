@@ -30,6 +30,8 @@ appended in file-name order)::
         exact: "..."                          # predicate reproduction: why its values carry no noise
         paper_inputs:                         # predicate: the paper's own numbers as the values it reads,
           fig1_low_dim.frac_decreasing: "P('paper_values', ...)"   # run through the claim's own predicate
+        erratum: "..."                        # required exactly when the paper's own numbers fail the claim's
+                                              # own test: why the paper's numbers do not support its sentence
         deviation: "..."                      # where our test must differ from the paper's sentence: how, why
         reading: "..."                        # optional explanation ("our reading") ...
         reading_value: "fig1_low_dim.lr"      # ... with the recorded value it rests on (required with it)
@@ -52,7 +54,10 @@ claim's ``paper_test`` gives the paper's difference(s) in the claim's cells, rea
 ``P(file, col, **filters)`` from ``data/<chapter>/<file>.csv`` (:mod:`privtrans.book.paper_values`), and
 judged with the same margin (band) and need as exact numbers. A predicate claim's ``paper_inputs``
 gives the paper's numbers as the recorded values its predicate reads, and the predicate itself runs
-on them. The test suite requires the paper to pass our test of its own claim; the trials
+on them. The test suite requires the paper to pass our test of its own claim, or, where it does not,
+an ``erratum``: the paper's own numbers do not support its sentence, which the page shows with the
+computed arithmetic as an erratum of the paper, not as our contradiction (an erratum on a claim the
+paper passes is refused as stale); the trials
 (:mod:`privtrans.book.trials`) then run every reproduction's test on a null, the paper's effect, a
 reversal and a lost seed.
 
@@ -90,7 +95,7 @@ KINDS = ("reproduction", "check")
 TESTS = ("predicate", "interval")  # exactly one decides the verdict
 ALLOWED = set(REQUIRED) | set(TESTS) | {
     "quote", "quote_en", "where", "kind_why", "margin", "band", "need", "effect", "lost_seeds", "paper_test",
-    "exact", "paper_inputs", "deviation", "reading", "reading_value", "profiles", "precondition",
+    "exact", "paper_inputs", "erratum", "deviation", "reading", "reading_value", "profiles", "precondition",
     "precondition_why", "compares", "gate_reads", "_file"}
 INTERVAL_ONLY = ("margin", "band", "need", "effect", "lost_seeds", "paper_test")
 
@@ -163,6 +168,9 @@ def _problems(c: dict) -> list[str]:
             out.append("is a reproduction without the paper's words (quote: a string or a list of strings)")
         if not c.get("where"):
             out.append("is a reproduction without where its quote stands (where)")
+    if "erratum" in c and not (has_paper_numbers(c) and isinstance(c["erratum"], str) and c["erratum"].strip()):
+        out.append("has an erratum but no paper numbers (paper_test or paper_inputs) for it to be about, or an "
+                   "empty one")
     if "reading" in c and not c.get("reading_value"):
         out.append("has a reading but no reading_value (the recorded value the reading rests on)")
     return out
@@ -314,11 +322,11 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
                "deviation": c.get("deviation", ""), "kind_why": c.get("kind_why", ""),
                "reading": c.get("reading", ""), "reading_value": None,
                "value": None, "verdict": verdicts.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
-               "paper_self_test": None}
+               "paper_self_test": None, "paper_self_test_reason": "", "erratum": c.get("erratum", "")}
         rows.append(row)
         if has_paper_numbers(c):
             try:
-                row["paper_self_test"] = paper_self_test(chapter, c, root)[0]
+                row["paper_self_test"], row["paper_self_test_reason"] = paper_self_test(chapter, c, root)
             except (PaperValueError, *EVAL_ERRORS) as e:
                 row["paper_self_test"] = f"cannot be evaluated: {e}"
         res = results.get(c["notebook"])
@@ -511,6 +519,9 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
             if r.get("paper_self_test"):
                 paper += (" *(the paper's own numbers pass this test)*" if r["paper_self_test"] == verdicts.HELD else
                           f" *(the paper's own numbers: {r['paper_self_test']})*")
+            if r.get("erratum") and r.get("paper_self_test") != verdicts.HELD:
+                paper += (f" **Erratum of the paper: the paper's numbers do not support its sentence.** "
+                          f"{r['erratum']} *Computed: {r.get('paper_self_test_reason') or r.get('paper_self_test')}.*")
             ours_value = fmt(r["value"])
             if r.get("measured_in"):
                 ours_value += f" (measured {str(r['measured_in'])[:16].replace('T', ' ')} UTC)"
@@ -553,8 +564,10 @@ def lint(chapter: str, root: Path | None = None) -> list[str]:
         except (PaperValueError, *EVAL_ERRORS) as e:
             out.append(f"{chapter}/{c['id']}: paper_test cannot be evaluated: {type(e).__name__}: {e}")
             continue
-        if verdict != verdicts.HELD:
-            out.append(f"{chapter}/{c['id']}: the paper fails its own claim: {reason}")
+        if verdict != verdicts.HELD and not c.get("erratum"):
+            out.append(f"{chapter}/{c['id']}: the paper fails its own claim and the claim states no erratum: {reason}")
+        if verdict == verdicts.HELD and c.get("erratum"):
+            out.append(f"{chapter}/{c['id']}: states an erratum, but the paper passes its own claim: {reason}")
     return out
 
 
@@ -573,8 +586,10 @@ def main(argv=None) -> int:
             doc = load(ch)
             rep = [c for c in doc["claims"] if c["kind"] == "reproduction"]
             untested = [c["id"] for c in rep if not has_paper_numbers(c)]
+            errata = [c["id"] for c in rep if c.get("erratum")]
             print(f"{ch}: {len(doc['claims'])} claims ({len(rep)} reproductions), "
-                  f"{len(rep) - len(untested)} with a paper self-test that passes; "
+                  f"{len(rep) - len(untested)} with a paper self-test, which the paper passes but for "
+                  f"{len(errata)} stated errata ({', '.join(errata) or 'none'}); "
                   f"no tabulated paper values for: {', '.join(untested) or 'none'}")
     for b in bad:
         print("PROBLEM", b)

@@ -158,8 +158,11 @@ def interval_trials(c: dict, recorded: Mapping | None, chapter: str, root=None, 
     """Trials (a)-(d) of one interval claim on cells shaped as ``recorded`` (its summary row's)."""
     res = Result("interval", draws=draws)
     need = c.get("need")
-    # no recorded cells (the value was not computed): as many cells as the claim needs at least
-    shape = [f"cell {i + 1}" for i in range(need)] if isinstance(need, int) and not isinstance(need, bool) else []
+    # no recorded cells (the value was not computed, or its notebook did not run in this build): as
+    # many cells as the claim needs at least ('all but K' needs K + 1)
+    least = need if isinstance(need, int) and not isinstance(need, bool) else (
+        int(need.split()[-1]) + 1 if isinstance(need, str) and need.startswith("all but ") else 0)
+    shape = [f"cell {i + 1}" for i in range(least)]
     names, ns, sds, res.spread_from = _spec(recorded, shape)
     res.n, res.cells = int(np.min(ns)), len(names)
     rng = np.random.default_rng([seed, len(names), int(ns.sum())])
@@ -362,7 +365,10 @@ def predicate_trials(c: dict, env: dict | None, chapter: str, root=None) -> Resu
     res.paper_verdict = verdicts.HELD if held else verdicts.CONTRADICTED
     res.spread_from = source
     if source == "the paper's numbers" and not held:
-        res.fail("the paper's own numbers do not pass the claim's predicate")
+        if c.get("erratum"):  # the paper's numbers do not support its sentence: an erratum, shown as such
+            res.notes.append("the paper's own numbers do not pass the claim's predicate (the claim's erratum)")
+        else:
+            res.fail("the paper's own numbers do not pass the claim's predicate")
     if res.threshold is None:
         res.fail(f"no change of one value it reads turns the predicate on {source}: it cannot be "
                  f"{'contradicted' if held else 'held'}")

@@ -20,7 +20,7 @@ from privtrans.book import dry
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
 from privtrans.shared.mpc import cost_model, runner
 from privtrans.shared.mpc.meter import GROUPS, Meter
-from privtrans.shared.mpc.network import LAN, modelled_time  # noqa: F401 - the paper's 10 GbE link
+from privtrans.shared.mpc.network import LAN, STATED_LAN, Link, modelled_time  # noqa: F401 - the stated 10 GbE link
 
 
 def _prefix(vocab: int, length: int, seed: int) -> list:
@@ -113,11 +113,11 @@ def summary(df: pd.DataFrame, variants: list, n_new: int, labels: dict = VARIANT
 
 
 def closed_form_vs_paper(shape, model: str, variants: list, labels: dict = VARIANT_LABELS,
-                         root: Path | None = None) -> pd.DataFrame:
-    """The closed-form bytes (GiB per party) at a paper shape beside the paper's Table 2 row."""
+                         root: Path | None = None, graph=cost_model.OURS) -> pd.DataFrame:
+    """The closed-form bytes (GiB per party) of ``graph`` at a paper shape beside the paper's Table 2 row."""
     paper = paper_table(root)
     p2 = paper[(paper.table == "Table 2") & (paper.model == model)].set_index(["variant", "group", "metric"])["value"]
-    cf = pd.DataFrame(cost_model.table(shape, variants))
+    cf = pd.DataFrame(cost_model.table(shape, variants, graph))
     out = {"variant": [labels[v] for v in cf.variant]}
     for g in ("Embed", "Linear", "Softmax", "Total"):
         out[f"{g} GiB (closed form)"] = cf[f"{g}_GiB"].values
@@ -203,26 +203,26 @@ def shape_of(sizes: dict, prefix: int, n_new: int, src: int | None = None):
     return cost_model.Shape(layers=sizes["n_layers"], **common)
 
 
-def network_speedups(shape, variants: list, bandwidth: float = LAN["bandwidth"], rtt: float = LAN["rtt"]) -> dict:
+def network_speedups(shape, variants: list, link: Link = STATED_LAN, graph=cost_model.OURS) -> dict:
     """{variant: CrypTen's modelled communication time / the variant's} at ``shape`` (a paper shape),
-    from closed-form bytes and rounds (``modelled_time``): the speed-up the protocol fixes, free of
-    the loopback clock, which on one shared CPU follows round counts and flips run to run."""
+    from closed-form bytes and rounds of ``graph`` on ``link`` (the calibrated one judges,
+    ``privtrans.merge.calibration``): the speed-up the protocol fixes, free of the loopback clock,
+    which on one shared CPU follows round counts and flips run to run."""
     t = {}
     for v in ["crypten", *variants]:
-        c = cost_model.generation_cost(shape, v)["Total"]
-        t[v] = modelled_time(c["bytes"], c["rounds"], bandwidth, rtt)
-    return {v: t["crypten"] / t[v] for v in variants}
+        c = cost_model.generation_cost(shape, v, graph=graph)["Total"]
+        t[v] = link.seconds(c["bytes"], c["rounds"])
+    return {v: float(t["crypten"] / t[v]) for v in variants}
 
 
-def network_group_times(shape, variants: list, bandwidth: float = LAN["bandwidth"],
-                        rtt: float = LAN["rtt"]) -> dict:
+def network_group_times(shape, variants: list, link: Link = STATED_LAN) -> dict:
     """{variant: {group: modelled communication seconds}} at ``shape`` (closed-form bytes and rounds
-    of each operation group on the stated link): the analogue of Table 1's communication-time
-    column, per group (Embed, Linear, Softmax, Norm, Act, Gen, Other, Total)."""
+    of each operation group on ``link``): the analogue of Table 1's communication-time column, per
+    group (Embed, Linear, Softmax, Norm, Act, Gen, Other, Total)."""
     out = {}
     for v in variants:
         c = cost_model.generation_cost(shape, v)
-        out[v] = {g: float(modelled_time(x["bytes"], x["rounds"], bandwidth, rtt)) for g, x in c.items()}
+        out[v] = {g: float(link.seconds(x["bytes"], x["rounds"])) for g, x in c.items()}
     return out
 
 
@@ -233,7 +233,7 @@ ENCODER_GROUPS = ("Embed", "Linear", "Softmax", "Norm", "Act")
 
 
 def encoder_network_speedups(variants: list, vocab: int, d: int, layers: int, heads: int, d_ff: int,
-                             length: int, bandwidth: float = LAN["bandwidth"], rtt: float = LAN["rtt"]) -> dict:
+                             length: int, link: Link = STATED_LAN) -> dict:
     """{variant: CrypTen's modelled communication time / the variant's} for ONE bidirectional
     encoder pass over ``length`` tokens (no generation): the closed form's prefix pass (``prefix =
     length``, one step), without the LM head, argmax and reveal that follow it. A public attention
@@ -242,18 +242,33 @@ def encoder_network_speedups(variants: list, vocab: int, d: int, layers: int, he
     t = {}
     for v in ["crypten", *variants]:
         c = cost_model.generation_cost(shape, v)
-        t[v] = sum(modelled_time(c[g]["bytes"], c[g]["rounds"], bandwidth, rtt) for g in ENCODER_GROUPS)
+        t[v] = sum(link.seconds(c[g]["bytes"], c[g]["rounds"]) for g in ENCODER_GROUPS)
     return {v: t["crypten"] / t[v] for v in variants}
 
 
-def size_sweep_network(layers: list, variants: list, d: int = 768, vocab: int = 50257, total: int = 128) -> pd.DataFrame:
+def length_reading(lengths: list, link: Link, graph=cost_model.OURS) -> dict:
+    """Figure 4's upper row at GPT-2 on ``link`` with the baselines run as ``graph`` (ER+MM always
+    as ours): {"merge" | "thex": {length: speed-up over CrypTen}, "fraction": {length: ER+MM's
+    bytes over CrypTen's}} (``cost_model.NO_KV_CACHE``: App. C.1's baselines without a KV cache)."""
+    out = {"merge": {}, "thex": {}, "fraction": {}}
+    for n in lengths:
+        shape = cost_model.with_length(cost_model.GPT2, n)
+        sp = network_speedups(shape, ["merge", "thex"], link, graph)
+        out["merge"][n], out["thex"][n] = sp["merge"], sp["thex"]
+        out["fraction"][n] = (cost_model.generation_cost(shape, "merge", graph=graph)["Total"]["bytes"]
+                              / cost_model.generation_cost(shape, "crypten", graph=graph)["Total"]["bytes"])
+    return out
+
+
+def size_sweep_network(layers: list, variants: list, d: int = 768, vocab: int = 50257, total: int = 128,
+                       link: Link = STATED_LAN) -> pd.DataFrame:
     """Figure 4 (lower row): GPT-2 width (d = 768, V = 50257) at depth ``layers``, generating to
     length ``total``; per depth the parameters (M), each variant's modelled speed-up over CrypTen
-    (closed-form bytes and rounds on the LAN) and its closed-form GiB per party."""
+    (closed-form bytes and rounds on ``link``) and its closed-form GiB per party."""
     rows = []
     for L in layers:
         shape = cost_model.Shape(vocab=vocab, d=d, layers=L, heads=12, d_ff=4 * d, prefix=4, n_new=total - 4)
-        sp = network_speedups(shape, [v for v in variants if v != "crypten"])
+        sp = network_speedups(shape, [v for v in variants if v != "crypten"], link)
         row = {"layers": L, "params (M)": shape.params / 1e6}
         for v in variants:
             row[f"{v} speed-up"] = 1.0 if v == "crypten" else sp[v]

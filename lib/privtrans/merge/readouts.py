@@ -77,6 +77,18 @@ def _share(t: pd.DataFrame, row: str, groups) -> float:
     return sum(_group(t, row, g) for g in groups)
 
 
+#: what a link calibration record holds (``network.Calibration.summary``)
+LINK_FIELDS = ("bandwidth_GBps", "rtt_ms", "residuals_s", "held_out_errors", "max_held_out_error", "tolerance",
+               "calibrated", "status")
+
+
+def link_record(link: dict) -> dict:
+    """The calibration of the link the time claims are judged on (``calibration.paper_link().summary()``):
+    its parameters, residuals, held-out errors and whether it is calibrated (the claims' precondition)."""
+    _need(link, LINK_FIELDS, "link calibration")
+    return {"link_calibration": {k: link[k] for k in LINK_FIELDS}}
+
+
 # ---------------------------------------------------------------------------------------------
 # cost notebooks
 # ---------------------------------------------------------------------------------------------
@@ -141,13 +153,15 @@ def fig1_time_rounds(by_round: dict[int, pd.DataFrame]) -> dict:
     )
 
 
-def fig1a_speedups(encoder: dict, generation: dict) -> dict:
+def fig1a_speedups(encoder: dict, generation: dict, link: dict) -> dict:
     """Figure 1(a) from ``cost_experiments.encoder_network_speedups`` (one BERT-base encoder pass)
-    and ``network_speedups`` (GPT-2 generation): each variant's modelled speed-up over CrypTen on
-    both, and MPCformer's (both softmax substitutes) smallest on the encoder, largest on generation."""
+    and ``network_speedups`` (GPT-2 generation) on the calibrated link (``link``: its calibration):
+    each variant's modelled speed-up over CrypTen on both, and MPCformer's (both softmax
+    substitutes) smallest on the encoder, largest on generation."""
     _need(encoder, MPCFORMER, "encoder-pass speed-ups")
     _need(generation, MPCFORMER, "generation speed-ups")
     return dict(
+        **link_record(link),
         encoder_speedups={v: float(x) for v, x in encoder.items()},
         generation_speedups={v: float(x) for v, x in generation.items()},
         mpcformer_min_speedup_encoder=min(float(encoder[v]) for v in MPCFORMER),
@@ -159,13 +173,16 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
                   closed_form: dict, closed_form_encdec: dict,
                   gpt2_vs_paper: pd.DataFrame, t5_vs_paper: pd.DataFrame,
                   network_gpt2: dict, network_t5: dict, group_times_gpt2: dict, group_times_t5: dict,
-                  encdec_variants: list | None = None) -> dict:
+                  link: dict, readings: dict | None = None, encdec_variants: list | None = None) -> dict:
     """Tables 1-2 from ``cost_experiments.run_jobs`` (rows of both architectures, column ``arch``),
     the closed-form totals at the measured shapes ({variant: bytes}), the closed form beside the
     paper at GPT-2 and T5 (``closed_form_vs_paper``), the modelled network speed-ups at those two
     shapes (``network_speedups``), on which Table 1's time claims are judged, and the modelled
     communication time per operation group at both shapes (``network_group_times``), the analogue of
-    Table 1's communication-time column.
+    Table 1's communication-time column. The speed-ups and group times are on the calibrated link
+    (``link``: its calibration, ``calibration.paper_link().summary()``, recorded for the claims'
+    precondition); ``readings``: {name: {shape: {variant: speed-up}}} of other links or graphs (the
+    stated LAN, the authors' graph), recorded beside, judging nothing.
 
     ``encdec_variants`` are the variants measured on the encoder-decoder (default: ``variants``); a
     profile may measure only CrypTen and ER+MM there (``ENCDEC_CLAIMED``, the only rows claims read). Then
@@ -208,6 +225,9 @@ def tables12_cost(runs: pd.DataFrame, variants: list, n_new: int, n_new_encdec: 
     out["embed_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Embed")
     out["linear_cut_closed_form_gpt2"] = _closed_form_cut(gpt2_vs_paper, "Linear")
     out.update(_group_time_rows({"gpt2": group_times_gpt2, "t5": group_times_t5}))
+    out.update(link_record(link))
+    out["speedup_readings"] = {name: {shape: {v: float(x) for v, x in sp.items()} for shape, sp in r.items()}
+                               for name, r in (readings or {}).items()}
     return out
 
 
@@ -269,11 +289,15 @@ def _gpt_cost_rows(df, variants, s, frac, cf) -> dict:
 
 def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_length: pd.DataFrame,
                  saved: pd.DataFrame, network_by_length: dict, thex_by_length: dict,
-                 size_sweep: pd.DataFrame) -> dict:
+                 size_sweep: pd.DataFrame, link: dict, readings: dict | None = None) -> dict:
     """Figure 4 from the sweep runs (``run_jobs`` rows with ``sweep`` = "length" | "layers"), the
     closed-form length table (``closed_form_length_table``), ``bytes_saved_at_length``, ER+MM's and
     THE-X's modelled network speed-ups over CrypTen at GPT-2 per total length ({length: speed-up},
-    ``network_speedups``), and the lower row's size sweep (``size_sweep_network``)."""
+    ``network_speedups``) and the lower row's size sweep (``size_sweep_network``), both on the
+    calibrated link (``link``: its calibration, recorded for the claims' precondition).
+    ``readings``: {name: {"merge": {length: speed-up}, "thex": {...}, "fraction": {length: ER+MM's
+    byte fraction}}} of other links or baselines (the stated LAN; App. C.1's baseline without a KV
+    cache), recorded beside, judging nothing."""
     if len(network_by_length) < 2:
         raise MissingResult(f"Figure 4 needs network speed-ups at two lengths or more, got {sorted(network_by_length)}")
     lengths = sorted(network_by_length)
@@ -318,7 +342,19 @@ def fig4_scaling(runs: pd.DataFrame, variants: list, n_news: list, closed_form_l
                                            for n in lengths},
         network_merge_over_thex_512=ratio(network_by_length.get(512), thex_by_length.get(512)),
         **_size_rows(size_sweep),
+        **link_record(link),
+        readings={name: _length_reading(r) for name, r in (readings or {}).items()},
     )
+
+
+def _length_reading(r: dict) -> dict:
+    """One reading beside Figure 4's judged values: ER+MM's speed-up per length, its growth from 128
+    to 512 and its gain over THE-X at 512, and ER+MM's byte fraction at 512, where given."""
+    merge, thex, frac = r.get("merge") or {}, r.get("thex") or {}, r.get("fraction") or {}
+    return dict(speedup_by_length={str(n): float(x) for n, x in merge.items()},
+                growth_128_512=ratio(merge.get(512), merge.get(128)),
+                merge_over_thex_512=ratio(merge.get(512), thex.get(512)),
+                fraction_512=num(frac.get(512)))
 
 
 def _size_rows(sweep: pd.DataFrame) -> dict:

@@ -205,8 +205,8 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float | N
     Cost does not depend on the weights (same shapes, same protocol), so every combination runs
     with the teacher's weights; the accuracy of each student is measured in plaintext, where the
     tests show the secure forward equals it. Returns {"att+act": meter summary} with every party's
-    counters combined (``cost.combine_counts``: rounds the maximum over the parties, bytes their sum
-    halved, seconds the slowest party's). ``timeout`` (default ``SECURE_SECONDS_PER_FORWARD`` per
+    message traces read together (``cost.protocol_counts``: rounds the longest chain of dependent
+    messages, bytes the busiest link one way, seconds the slowest party's). ``timeout`` (default ``SECURE_SECONDS_PER_FORWARD`` per
     forward) stops parties that hang.
     """
     from privtrans.shared.mpc import runner
@@ -223,7 +223,7 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float | N
     if timeout is None:
         timeout = SECURE_SECONDS_PER_FORWARD * len(cfgs) * max(1, reps)
     res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)
-    return cost.parties_meter(res)  # every party's counters: rounds the maximum, bytes the sum (halved)
+    return cost.parties_meter(res)  # every party's traces: the longest chain, the busiest link one way
 
 
 def spu_model_costs(t: dict, combos, length: int, seed: int, protocol: str = "ABY3") -> list[dict]:

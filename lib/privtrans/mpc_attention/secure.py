@@ -4,10 +4,10 @@ They run inside the parties that ``privtrans.shared.mpc.runner.run`` starts (2PC
 Beaver protocol with TFP triples; 3PC: ``cfg.mpc.protocol = "replicated"``, the ABY3-like
 honest-majority sharing). The model owner is rank 0, the data owner rank 1 (as in MERGE).
 Both call ``encoder_ops.forward`` / ``normalisers.normalise`` on shares: the very formulas of the
-plaintext model and of SPU's runs. Rounds and bytes come from ``privtrans.shared.mpc.meter`` (CrypTen's counters,
-per party). Each party returns its own counts; the callers combine every party's
-(``privtrans.mpc_attention.cost.combine_counts``: rounds the maximum over the parties, bytes the
-sum halved), since in 3-party replicated sharing the parties' counts differ.
+plaintext model and of SPU's runs. Each party returns its message trace
+(``privtrans.shared.mpc.trace``) and CrypTen's counters; the callers read every party's together
+(``cost.protocol_counts``: rounds the longest chain of dependent messages, bytes the busiest link
+one way).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def secure_forward(cfgs: list[dict], state: dict, ids: list[list[int]], mask01: 
         model.eval()
         best = None
         for _ in dry.loop(range(max(1, reps)), "secure forward reps"):
-            meter = Meter()
+            meter = Meter(trace=True)
             with meter.total():
                 with meter("Embed"):
                     V, T = cfg.vocab_size, ids_t.size(1)
@@ -92,9 +92,11 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
     """Table 1: one attention normaliser on private scores (1, heads, n, n) ~ scale * N(0, 1).
 
     ``const``: {parent: (a, b)} for the freeDiv kinds (default: the paper's constants).
-    Per kind: this party's rounds and bytes (deterministic), best and median wall seconds, the
-    revealed output and the plaintext scores (for the tolerance test).
+    Per kind: this party's message trace and CrypTen's rounds and bytes of it (deterministic), best
+    and median wall seconds, the revealed output and the plaintext scores (for the tolerance test).
     """
+    from privtrans.shared.mpc import trace
+
     cr = compat.crypten()
     const = const or attention.PAPER_FITS
     g = torch.Generator().manual_seed(seed)
@@ -109,12 +111,14 @@ def attention_cost(kinds: list[str], n: int, heads: int = 4, seed: int = 0, cons
         times = []
         for _ in dry.loop(range(max(1, reps)), "attention cost reps"):
             comm.reset_communication_stats()
-            t0 = time.perf_counter()
-            y = attention.normalise(kind, sx, mask, c)
-            times.append(time.perf_counter() - t0)
+            events: list = []
+            with trace.recording(events):
+                t0 = time.perf_counter()
+                y = attention.normalise(kind, sx, mask, c)
+                times.append(time.perf_counter() - t0)
             stats = comm.get_communication_stats()
         times.sort()
-        out[kind] = {"rounds": int(stats["rounds"]), "bytes": int(stats["bytes"]),
+        out[kind] = {"rounds": int(stats["rounds"]), "bytes": int(stats["bytes"]), "trace": events,
                      "seconds": times[0], "median_seconds": times[len(times) // 2],
                      "plain": y.get_plain_text()}
     return out

@@ -51,6 +51,11 @@ def model_cost(state: dict, cfg: dict, combos, length: int, fits: dict | None, s
                      "length": length, "seed": seed, "protocol": protocol}, timeout)
 
 
+def probe_cost(n: int, depth: int, protocol: str, timeout: float = 120) -> dict:
+    """``spu_worker.run_probe``: a chain of integer multiplications, for the closed-form tests."""
+    return _run({"mode": "probe", "n": n, "depth": depth, "protocol": protocol}, timeout)[0]
+
+
 def _run(spec: dict, timeout: float) -> list[dict]:
     protocol = spec["protocol"]
     if protocol not in PROTOCOLS:

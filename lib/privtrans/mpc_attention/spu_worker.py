@@ -22,13 +22,17 @@ Communication: SPU's runtime prints each party's link totals when ``enable_pphlo
 ("Link details: total send bytes B, recv bytes R, send actions S, recv actions A") from C++ to
 this process's stdout. The stock simulator switches profiling off for every party but the first,
 so ``ProfilingSimulator`` runs the parties the same way with the link totals on for all; the worker
-points file descriptor 1 at a temporary file around each run and parses it. Reported: the sum of
-the parties' send bytes (all traffic on the network), and rounds counted as SPU's own cost table
-counts them (``kernel_rounds``): ``enable_hal_profile`` also prints how many times each MPC kernel
+points file descriptor 1 at a temporary file around each run and parses it. Reported: the bytes per
+link per direction, the parties' sends averaged over them (``bytes``: a link's load one way where
+each party sends on one link, as in ABY3's ring and between SEMI2K's two parties; the same
+definition as the CrypTen traces', ``privtrans.shared.mpc.trace``; which party sends how much moves
+from run to run, the sum does not), every party's together (``bytes_total``), and
+rounds counted as SPU's own cost table counts them (``kernel_rounds``): ``enable_hal_profile`` also prints how many times each MPC kernel
 ran (mul_aa, trunc_a, a2b, ...), the same for every party and in every run of a program, and each
 call is weighted by the kernel's latency in SPU's ``docs/reference/complexity.md``
 (``KERNEL_ROUNDS``; the few kernels it leaves out, by our pinned measurement,
-``KERNEL_ROUNDS_OURS``). Only the first party prints those kernel sections: the parties are threads
+``KERNEL_ROUNDS_OURS``, but for ABY3's b2a, which the table marks TODO and which is measured in
+each worker process: ``measured_kernel_rounds``). Only the first party prints those kernel sections: the parties are threads
 that print at the same moment, so with all of them on, one party's section could catch another's
 lines and no majority vote made the count the same in every run (seen: 147 and 170.7 for one
 program). With one party printing them, every kernel line after its one "MPC profiling" header is
@@ -66,29 +70,62 @@ KERNEL_ROUNDS = {
     "SEMI2K": {"a2b": 7, "b2a": 1, "a2p": 1, "b2p": 1, "add_bb": 7, "mul_aa": 1, "mmul_aa": 1, "trunc_a": 1,
                "and_bb": 1, **dict.fromkeys(_FREE, 0)},
 }
-#: Kernels the programs here run that SPU's table leaves out (or marks TODO: ABY3's b2a): ours, the
-#: busiest party's send actions per call measured on SPU 0.9.5 (FM64) and pinned, so the count stays
-#: the same in every run. msb_a2b is a2b's circuit on the top bit (the table's a2b); ABY3's b2a
-#: measured 5-7 (log K + 1 = 7, the parallel-prefix conversion of the ABY3 paper).
+#: Kernels the programs here run that SPU's table leaves out: ours, the busiest party's send actions
+#: per call measured on SPU 0.9.5 (FM64) and pinned. msb_a2b is a2b's circuit on the top bit (the
+#: table's a2b). ABY3's b2a (TODO in the table) is not pinned: it measured 5-7 per call, so each run
+#: counts the send actions the profiled party made in it (``kernel_rounds``' fallback), recorded by
+#: name in ``kernels_by_actions``.
 KERNEL_ROUNDS_OURS = {
-    "ABY3": {"msb_a2b": 8, "b2a": 7, "mul_a1b": 3, "p2a": 1},
+    "ABY3": {"msb_a2b": 8, "mul_a1b": 3, "p2a": 1},
     "SEMI2K": {"msb_a2b": 7, "mul_a1b": 1, "square_s": 1, "p2a": 1},
 }
+#: runs of the b2a probe (``measured_kernel_rounds``): the parties trade roles from run to run (the
+#: profiled party sent 10 or 11 messages in a reciprocal's two b2a calls), and the most any run shows
+#: is the busiest role's; with one role in three the busier, 12 runs all miss it with chance (4/9)^12
+B2A_PROBE_RUNS = 12
 KERNEL = re.compile(r"- (\w+), executed (\d+) times, duration [^,]+, send bytes (\d+) recv bytes (\d+), "
                     r"send actions (\d+), recv actions (\d+)")
 
 
-def kernel_rounds(log: str, protocol: str) -> tuple[int, dict]:
+_MEASURED: dict = {}
+
+
+def measured_kernel_rounds(protocol: str) -> dict:
+    """{kernel: rounds a call} measured in this process, not pinned: ABY3's b2a, which SPU's table
+    marks TODO, is the most send actions the profiled party made per b2a call over
+    ``B2A_PROBE_RUNS`` runs of a probe (a reciprocal, which converts twice). Cached per protocol."""
+    if protocol != "ABY3":
+        return {}
+    if protocol not in _MEASURED:
+        import math
+
+        sim, sim_jax = _simulator(protocol, 3)
+        x = np.linspace(0.5, 2.0, 8).astype(np.float32)
+        compiled = sim_jax(sim, lambda a: 1.0 / (a * a + 1.0))
+        best = 0
+        for _ in range(B2A_PROBE_RUNS):
+            _, log = _captured(lambda: compiled(x))
+            for k, calls, _, _, acts, _ in KERNEL.findall(log.split("MPC profiling")[-1]):
+                if k == "b2a" and int(calls):
+                    best = max(best, math.ceil(int(acts) / int(calls)))
+        if not best:
+            raise RuntimeError("the b2a probe ran no b2a: its rounds cannot be measured")
+        _MEASURED[protocol] = {"b2a": best}
+    return _MEASURED[protocol]
+
+
+def kernel_rounds(log: str, protocol: str, measured: dict | None = None) -> tuple[int, dict]:
     """(rounds, {kernel: send actions}) of one profiled run: every MPC kernel's calls times its
-    latency in ``KERNEL_ROUNDS`` (SPU's table) or ``KERNEL_ROUNDS_OURS``; a kernel in neither adds the
-    send actions the profiled party made in it, and is returned by name. Reads the one party's "MPC
+    latency in ``KERNEL_ROUNDS`` (SPU's table), ``KERNEL_ROUNDS_OURS`` or ``measured``
+    (``measured_kernel_rounds``: b2a); a kernel in none adds the send actions the profiled party made
+    in it, and is returned by name. Reads the one party's "MPC
     profiling" section (``_simulator``): every kernel line after its header, wherever the other
     parties' HLO lines and link totals fall between them (an HLO line, ``pphlo.*``, never matches)."""
     parts = log.split("MPC profiling")
     if len(parts) != 2:
         raise RuntimeError(f"expected one 'MPC profiling' section (the first party's enable_hal_profile), "
                            f"found {len(parts) - 1}")
-    table = {**KERNEL_ROUNDS[protocol], **KERNEL_ROUNDS_OURS[protocol]}
+    table = {**KERNEL_ROUNDS[protocol], **KERNEL_ROUNDS_OURS[protocol], **(measured or {})}
     rounds, unknown = 0, {}
     for k, calls, _, _, acts, _ in KERNEL.findall(parts[1]):
         calls, acts = int(calls), int(acts)
@@ -182,7 +219,9 @@ def run(spec: dict) -> list[dict]:
 
 
 def _measure(sim, sim_jax, fn, args, parties: int, protocol: str):
-    """(output, {"bytes": summed over parties, "rounds": ``kernel_rounds``, "send_actions": per party
+    """(output, {"bytes": per link per direction (the parties' sends averaged over them: their split
+    moves from run to run, their sum does not), "bytes_total": summed over parties, "rounds":
+    ``kernel_rounds`` (with b2a measured), "send_actions": per party
     (their mean), "kernels_by_actions": kernels in neither table, counted by their send
     actions: none in the programs here), "seconds"}) of one SPU run."""
     compiled = sim_jax(sim, fn)
@@ -192,8 +231,11 @@ def _measure(sim, sim_jax, fn, args, parties: int, protocol: str):
     links = [tuple(map(int, m)) for m in LINK.findall(log)]
     if len(links) != parties:
         raise RuntimeError(f"expected {parties} 'Link details' lines from SPU's profiler, found {len(links)}")
-    rounds, fallback = kernel_rounds(log, protocol)
-    return np.asarray(out), {"bytes": sum(l[0] for l in links), "rounds": rounds,
+    measured = measured_kernel_rounds(protocol)
+    rounds, fallback = kernel_rounds(log, protocol, measured)
+    total = sum(l[0] for l in links)
+    return np.asarray(out), {"bytes": total / parties, "bytes_total": total, "rounds": rounds,
+                             "measured_kernel_rounds": ", ".join(f"{k} {v}" for k, v in sorted(measured.items())),
                              "send_actions": sum(l[2] for l in links) / parties,
                              "kernels_by_actions": ", ".join(sorted(fallback)),
                              "seconds": seconds}
@@ -237,6 +279,24 @@ def run_encoder(spec: dict) -> list[dict]:
     return rows
 
 
+def run_probe(spec: dict) -> list[dict]:
+    """A small graph with a closed form: ``depth`` dependent multiplications of secret int32 vectors
+    of ``n`` elements (x·y·y·…: mul_aa only, no truncation). ABY3: each party sends n ring elements
+    to the next a multiplication, SEMI2K: each opens 2 n (Beaver); one round each."""
+    protocol, parties, sim, sim_jax = _session(spec)
+    n, depth = spec["n"], spec["depth"]
+    x, y = np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32) % 7 + 1
+
+    def fn(a, b):
+        for _ in range(depth):
+            a = a * b
+        return a
+
+    out, m = _measure(sim, sim_jax, fn, [x, y], parties, protocol)
+    return [{"n": n, "depth": depth, "protocol": protocol, "parties": parties, **m,
+             "exact": bool((out == fn(x, y)).all())}]
+
+
 def _layer(name: str) -> int:
     """The block a weight belongs to (``layers.3.q.weight`` -> 3); -1 for embeddings, norms, head."""
     return int(name.split(".")[1]) if name.startswith("layers.") else -1
@@ -244,5 +304,6 @@ def _layer(name: str) -> int:
 
 if __name__ == "__main__":
     spec = json.load(sys.stdin)
-    rows = run_encoder(spec) if spec.get("mode") == "encoder" else run(spec)
+    mode = spec.get("mode")
+    rows = run_encoder(spec) if mode == "encoder" else run_probe(spec) if mode == "probe" else run(spec)
     print(json.dumps({"rows": rows, "booking": dry.booking()}))

@@ -31,17 +31,21 @@ only without the FFN residual, which we keep.
 
 Variants (``VARIANTS``; model switches + decoding mode, as in the paper's Tables 1-3):
 
-=================== ============ ====== ========== ======== ========
-name                attention    act    attn_norm  merged   decoding
-=================== ============ ====== ========== ======== ========
-crypten (vanilla)   softmax      gelu   ln         no       vanilla
-mpcformer_sf2relu   sf2relu      quad   ln         no       vanilla
-mpcformer_sf2quad   sf2quad      quad   ln         no       vanilla
-thex                thex         relu   affine     no       vanilla
-only_er             softmax      gelu   ln         no       er
-only_mm             constant     gelu   affine     yes      vanilla
-merge (ER+MM)       constant     quad   affine     yes      er
-=================== ============ ====== ========== ======== ========
+=================== ============ ====== ========== ========= ======== ========
+name                attention    act    attn_norm  ffn_norm  merged   decoding
+=================== ============ ====== ========== ========= ======== ========
+crypten (vanilla)   softmax      gelu   ln         ln        no       vanilla
+mpcformer_sf2relu   sf2relu      quad   ln         ln        no       vanilla
+mpcformer_sf2quad   sf2quad      quad   ln         ln        no       vanilla
+thex                thex         relu   affine     affine    no       vanilla
+only_er             softmax      gelu   ln         ln        er
+only_mm             constant     gelu   affine     ln        yes      vanilla
+merge (ER+MM)       constant     quad   affine     ln        yes      er
+=================== ============ ====== ========== ========= ======== ========
+
+THE-X "replaces all layer normalization operations to the approximate normalization" (MERGE §5.4;
+Chen et al. 2022): both of its block's norms are affine maps. MM replaces only the norm before
+attention (§4.3).
 
 Decoding (``generate``): greedy. ``vanilla`` feeds the argmax token's embedding back; ``er`` feeds
 the last hidden state back as the next input embedding and reads all tokens with one LM-head pass at
@@ -119,7 +123,7 @@ VARIANTS: dict[str, dict] = {
     "crypten": dict(model={}, decoding="vanilla"),
     "mpcformer_sf2relu": dict(model=dict(attention="sf2relu", act="quad"), decoding="vanilla"),
     "mpcformer_sf2quad": dict(model=dict(attention="sf2quad", act="quad"), decoding="vanilla"),
-    "thex": dict(model=dict(attention="thex", act="relu", attn_norm="affine"), decoding="vanilla"),
+    "thex": dict(model=dict(attention="thex", act="relu", attn_norm="affine", ffn_norm="affine"), decoding="vanilla"),
     "only_er": dict(model={}, decoding="er"),
     "only_mm": dict(model=dict(attention="constant", attn_norm="affine", merged=True), decoding="vanilla"),
     "merge": dict(model=dict(attention="constant", act="quad", attn_norm="affine", merged=True), decoding="er"),

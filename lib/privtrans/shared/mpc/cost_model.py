@@ -19,6 +19,16 @@ step (prefix pass, then one position per step with a KV / layer-input cache):
 
 Rounds: one per matmul, per-call counts for the nonlinear ops (softmax and argmax grow with the
 log of the row length). The paper's "GB" are GiB per party (``GIB``).
+
+``graph``: the same counts for a benchmark graph that differs from ours in how it runs the protocol
+(:class:`Graph`). :data:`AUTHORS` is MERGE's own benchmark code (``benchmark/gpt.py``,
+``encryp_decoder_nosimLN.py``): the one-hot embedding split into 250 matmuls (250 rounds a call),
+separate Q, K and V projections, a BatchNorm stand-in (an affine map in eval mode) for every
+LayerNorm and none in the merged graph, a softmax over the vocabulary before each vanilla argmax,
+no reveal, and ER that embeds prefix[:-1] and the last prefix token apart, runs every new token
+through the layers and ends with one LM head over all positions and no argmax. Its counts are the
+rounds that go with the paper's printed bytes (the paper prints no rounds): the MERGE link is
+calibrated on them (``privtrans.merge.calibration``).
 """
 
 from __future__ import annotations
@@ -145,6 +155,34 @@ def normaliser_cost(kind: str, rows: int, t: int) -> tuple[int, int]:
                      "scaling, softmax_freediv, 2quad_freediv")
 
 
+@dataclass(frozen=True)
+class Graph:
+    """How a benchmark graph runs the protocol where it differs from ours (:data:`OURS`)."""
+    name: str
+    embed_chunks: int = 1            # the one-hot x table matmul split into this many matmuls (rounds)
+    separate_qkv: bool = False       # three projections (three rounds) instead of one fused
+    norm_standin: bool = False       # every norm an affine map (BatchNorm in eval mode)
+    merged_norm: bool = True         # the merged (MM) graph has its norms
+    gen_softmax: bool = False        # vanilla decoding: a softmax over the vocabulary before the argmax
+    reveal: bool = True              # the tokens are revealed at the end ("Other")
+    er_split_prefix: bool = False    # ER: prefix[:-1] and the last token embedded apart; every new token run
+    er_argmax: bool = True           # ER: an argmax over the final LM head's rows
+    encdec_per_step: bool = False    # encoder-decoder: the cross keys (MM: the cross term) are made again
+                                     # in every decoder call, and vanilla decoding re-runs the encoder layers
+    kv_cache: bool = True            # False: vanilla decoding of an unmerged model re-embeds and re-runs the
+                                     # whole sequence at every step (App. C.1's O(N_t^2) baseline)
+
+
+#: this book's protocol (``privtrans.shared.mpc.layers``)
+OURS = Graph("ours")
+#: the baselines as the paper's App. C.1 analyses them: no KV cache, the whole sequence re-run per step
+NO_KV_CACHE = Graph("App. C.1's baseline (no KV cache)", kv_cache=False)
+#: MERGE's benchmark code (the graph behind the paper's Tables 1-2; see the module docstring)
+AUTHORS = Graph("the authors' benchmark graph", embed_chunks=250, separate_qkv=True, norm_standin=True,
+                merged_norm=False, gen_softmax=True, reveal=False, er_split_prefix=True, er_argmax=False,
+                encdec_per_step=True)
+
+
 def _spec(variant: str, decoding: str | None) -> tuple[dict, str]:
     switches, default = variant_switches(variant)
     return switches, decoding or default
@@ -153,15 +191,31 @@ def _spec(variant: str, decoding: str | None) -> tuple[dict, str]:
 class _Tally:
     """Bytes and rounds per group, added op by op in the order ``SecureGPT`` runs them."""
 
-    def __init__(self, spec: dict, d: int, heads: int, ff: int):
-        self.spec, self.d, self.H, self.ff = spec, d, heads, ff
+    def __init__(self, spec: dict, d: int, heads: int, ff: int, graph: Graph = OURS):
+        self.spec, self.d, self.H, self.ff, self.graph = spec, d, heads, ff, graph
         self.g = {k: {"bytes": 0.0, "rounds": 0.0} for k in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Other")}
+        self.encoder = None  # (layers, source length) an encoder-decoder's encoder, re-run per step by some graphs
 
     def add(self, group, b, r=1):
         self.g[group]["bytes"] += b
         self.g[group]["rounds"] += r
 
+    def embed(self, n, V):
+        """n one-hot rows x the V x d table: the same bytes however the table is split, a round a piece."""
+        self.add("Embed", matmul_bytes(n, V, self.d), self.graph.embed_chunks)
+
+    def project_qkv(self, n):
+        d = self.d
+        if self.graph.separate_qkv:
+            self.add("Linear", 3 * matmul_bytes(n, d, d), 3)
+        else:
+            self.add("Linear", matmul_bytes(n, d, 3 * d))
+
     def norm(self, kind, n):
+        if self.spec["merged"] and not self.graph.merged_norm:
+            return
+        if self.graph.norm_standin:
+            kind = "affine"
         c = NONLINEAR[f"norm_{kind}"]
         self.add("Norm", c["elem"] * n * self.d + c.get("row", 0) * n + c["vec"] * self.d, c["rounds"])
 
@@ -180,13 +234,15 @@ class _Tally:
             self.add("Linear", ELEM * (H * n * t + t * d))  # C slice (H, n, t) @ cached inputs (H, t, dh)
             self.add("Linear", matmul_bytes(n, d, d))
         else:
-            self.add("Linear", matmul_bytes(n, d, 3 * d))
+            self.project_qkv(n)
             if spec["attention"] == "constant":
                 self.add("Linear", ELEM * (H * n * t + t * d))
             else:
                 self.attention(n, t)
             self.add("Linear", matmul_bytes(n, d, d))
             self.norm(spec["attn_norm"], n)
+        if cross_keys and self.graph.encdec_per_step:
+            self.cross_setup(n, cross_keys)  # made again in every call
         if cross_keys and not spec["merged"]:
             S = cross_keys
             if spec["attention"] == "constant":
@@ -208,30 +264,66 @@ class _Tally:
         if self.spec["merged"]:
             self.add("Linear", ELEM * (H * n_target * S + S * d))  # C_x (H, N, S) @ e (H, S, dh)
             self.add("Linear", matmul_bytes(n_target, d, d))         # @ W_x
+        elif self.graph.separate_qkv:
+            self.add("Linear", 2 * matmul_bytes(S, d, d), 2)
         else:
             self.add("Linear", matmul_bytes(S, d, 2 * d))            # K_x, V_x = e W_kv
 
+    def rerun_encoder(self):
+        """A graph that re-runs the encoder layers on the source at every vanilla decoding step."""
+        if self.encoder is not None and self.graph.encdec_per_step:
+            layers, S = self.encoder
+            for _ in range(layers):
+                self.layer(S, S)
+
     def decode(self, V, layers, prefix, n_new, decoding, cross_keys=0):
         """Prefix pass, then one position per step, then the final LM head (ER) and reveal."""
-        d, p, T = self.d, prefix, n_new
-        self.add("Embed", matmul_bytes(p, V, d))
+        d, p, T, graph = self.d, prefix, n_new, self.graph
+        if decoding == "er" and graph.er_split_prefix:
+            # the authors' ER: embed prefix[:-1] and the last token apart, run prefix[:-1], then every
+            # new position (the last prefix token's first) through the layers; one LM head at the end
+            self.embed(p - 1, V)
+            self.embed(1, V)
+            for _ in range(layers):
+                self.layer(p - 1, p - 1, cross_keys)
+            for step in range(T):
+                for _ in range(layers):
+                    self.layer(1, p + step, cross_keys)
+            self.add("Gen", matmul_bytes(p - 1 + T, d, V))
+            if graph.er_argmax:
+                self.add("Gen", *rowop_cost("argmax", T, V))
+            if graph.reveal:
+                self.add("Other", ELEM * T * V, 1)
+            return
+        self.embed(p, V)
         for _ in range(layers):
             self.layer(p, p, cross_keys)
         for step in range(T):
             if decoding == "vanilla":
                 self.add("Gen", matmul_bytes(1, d, V))
+                if graph.gen_softmax:
+                    self.add("Gen", *rowop_cost("softmax", 1, V))
                 self.add("Gen", *rowop_cost("argmax", 1, V))
                 if step == T - 1:
                     break
-                self.add("Embed", matmul_bytes(1, V, d))
+                if not graph.kv_cache and not self.spec["merged"]:  # re-run the whole sequence
+                    t = p + step + 1
+                    self.embed(t, V)
+                    for _ in range(layers):
+                        self.layer(t, t, cross_keys)
+                    continue
+                self.embed(1, V)
+                self.rerun_encoder()
             elif step == T - 1:
                 break
             for _ in range(layers):
                 self.layer(1, p + step + 1, cross_keys)
         if decoding == "er":
             self.add("Gen", matmul_bytes(T, d, V))
-            self.add("Gen", *rowop_cost("argmax", T, V))
-        self.add("Other", ELEM * T * V, 1)  # revealing the one-hot tokens (all_reduce: 2 x 8 B per element)
+            if graph.er_argmax:
+                self.add("Gen", *rowop_cost("argmax", T, V))
+        if graph.reveal:
+            self.add("Other", ELEM * T * V, 1)  # revealing the one-hot tokens (all_reduce: 2 x 8 B per element)
 
     def result(self) -> dict:
         g = dict(self.g)
@@ -239,14 +331,15 @@ class _Tally:
         return g
 
 
-def generation_cost(shape, variant: str, decoding: str | None = None) -> dict:
+def generation_cost(shape, variant: str, decoding: str | None = None, graph: Graph = OURS) -> dict:
     """{group: {"bytes", "rounds"}} plus "Total" for one private generation of ``shape.n_new`` tokens.
 
-    ``shape``: a ``Shape`` (GPT) or an ``EncDecShape`` (encoder-decoder)."""
+    ``shape``: a ``Shape`` (GPT) or an ``EncDecShape`` (encoder-decoder); ``graph``: whose graph
+    runs the protocol (:data:`OURS`, :data:`AUTHORS`)."""
     if isinstance(shape, EncDecShape):
-        return encdec_generation_cost(shape, variant, decoding)
+        return encdec_generation_cost(shape, variant, decoding, graph)
     spec, decoding = _spec(variant, decoding)
-    t = _Tally(spec, shape.d, shape.heads, shape.ff)
+    t = _Tally(spec, shape.d, shape.heads, shape.ff, graph)
     t.decode(shape.vocab, shape.layers, shape.prefix, shape.n_new, decoding)
     return t.result()
 
@@ -281,27 +374,32 @@ class EncDecShape:
 T5 = EncDecShape(vocab=50257, d=768, enc_layers=6, dec_layers=6, heads=12, d_ff=3072, src=4, prefix=2, n_new=126)
 
 
-def encdec_generation_cost(shape: EncDecShape, variant: str, decoding: str | None = None) -> dict:
-    """Per-group cost of ``SecureEncDec.generate``: encoder pass, cross set-up, decoding."""
+def encdec_generation_cost(shape: EncDecShape, variant: str, decoding: str | None = None,
+                           graph: Graph = OURS) -> dict:
+    """Per-group cost of ``SecureEncDec.generate``: encoder pass, cross set-up, decoding (``graph``:
+    :data:`AUTHORS` makes the cross keys in every decoder call and, decoding vanilla, re-runs the
+    encoder layers at every step, as the authors' ``encoderDecoder_vanilla.py`` does)."""
     spec, decoding = _spec(variant, decoding)
-    t = _Tally(spec, shape.d, shape.heads, shape.ff)
+    t = _Tally(spec, shape.d, shape.heads, shape.ff, graph)
     S = shape.src
-    t.add("Embed", matmul_bytes(S, shape.vocab, shape.d))
+    t.embed(S, shape.vocab)
     for _ in range(shape.enc_layers):
         t.layer(S, S)
-    for _ in range(shape.dec_layers):
-        t.cross_setup(shape.prefix + shape.n_new - 1, S)
+    t.encoder = (shape.enc_layers, S)
+    if not graph.encdec_per_step:
+        for _ in range(shape.dec_layers):
+            t.cross_setup(shape.prefix + shape.n_new - 1, S)
     t.decode(shape.vocab, shape.dec_layers, shape.prefix, shape.n_new, decoding, cross_keys=S)
     return t.result()
 
 
-def table(shape: Shape = GPT2, variants=None) -> list[dict]:
+def table(shape: Shape = GPT2, variants=None, graph: Graph = OURS) -> list[dict]:
     """One row per variant: bytes per group in GiB, total, and fraction of the CrypTen baseline."""
     variants = list(variants or VARIANTS)
-    base = generation_cost(shape, "crypten")["Total"]["bytes"]
+    base = generation_cost(shape, "crypten", graph=graph)["Total"]["bytes"]
     rows = []
     for v in variants:
-        c = generation_cost(shape, v)
+        c = generation_cost(shape, v, graph=graph)
         row = {"variant": v}
         row.update({f"{k}_GiB": c[k]["bytes"] / GIB for k in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen")})
         row["Total_GiB"] = c["Total"]["bytes"] / GIB

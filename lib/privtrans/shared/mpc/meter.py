@@ -7,7 +7,10 @@ generation loop) the outer group is paused, so the groups add up to the metered 
 
 Bytes are CrypTen's per-party count (8 B per ring element, both directions, the paper's "GB" is
 GiB); they need ``crypten.cfg.communicator.verbose = True``, which ``compat.crypten()`` sets.
-Rounds count communication calls (a batched reveal is one round).
+Rounds count communication calls (a batched reveal is one round). With ``trace=True`` the meter
+also keeps each group's message trace (``privtrans.shared.mpc.trace``), from which the parties'
+traces together give the protocol's rounds (its longest chain of dependent messages) and bytes per
+link per direction (``trace.counts``); CrypTen's own counters stay beside them.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ def _stats():
 class Meter:
     """Per-group totals: ``meter.groups[name] == {"seconds", "rounds", "bytes", "comm_seconds", "calls"}``."""
 
-    def __init__(self, default: str = "Other"):
+    def __init__(self, default: str = "Other", trace: bool = False):
         from . import compat
 
         if not compat.module().cfg.communicator.verbose:
@@ -40,6 +43,9 @@ class Meter:
         self._stack: list[str] = []
         self._mark = None
         self.enabled = True
+        self.events: list | None = [] if trace else None
+        self._traces: dict[str, list] = {}
+        self._event_mark = 0
 
     def _charge(self, name: str):
         now = (time.perf_counter(), *_stats())
@@ -49,6 +55,10 @@ class Meter:
             g["rounds"] += now[1] - self._mark[1]
             g["bytes"] += int(now[2] - self._mark[2])
             g["comm_seconds"] += now[3] - self._mark[3]
+            if self.events is not None:
+                self._traces.setdefault(name, []).extend(self.events[self._event_mark:])
+        if self.events is not None:
+            self._event_mark = len(self.events)
         self._mark = now
 
     @contextmanager
@@ -70,19 +80,28 @@ class Meter:
     @contextmanager
     def total(self):
         """Meter a whole run: time outside any group goes to the default group."""
+        from contextlib import nullcontext
+
+        from . import trace
+
         self._mark = None
-        self._charge(self.default)
-        try:
-            yield self
-        finally:
+        with trace.recording(self.events) if self.events is not None else nullcontext():
             self._charge(self.default)
-            self._mark = None
+            try:
+                yield self
+            finally:
+                self._charge(self.default)
+                self._mark = None
 
     def summary(self) -> dict:
-        """{group: totals} plus "Total"; plain dicts, picklable across the runner."""
+        """{group: totals} plus "Total"; plain dicts, picklable across the runner. With ``trace``,
+        each group (and "Total") also holds its message trace ("trace")."""
         out = {k: dict(v) for k, v in self.groups.items()}
         out["Total"] = {k: sum(g[k] for g in self.groups.values())
                         for k in ("seconds", "rounds", "bytes", "comm_seconds", "calls")}
+        if self.events is not None:
+            for k in out:
+                out[k]["trace"] = list(self.events) if k == "Total" else list(self._traces.get(k, []))
         return out
 
 

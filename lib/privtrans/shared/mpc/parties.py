@@ -213,3 +213,27 @@ def rowop_probe(lengths: list, rows: int = 1, seed: int = 0) -> dict:
 def probe_bundle(matmul_shape: tuple, lengths: list, rows: int, seed: int = 0) -> dict:
     """One party run for several probes (saves a process start in tests)."""
     return {"matmul": matmul_cost(*matmul_shape, seed=seed), "rowops": rowop_probe(lengths, rows, seed)}
+
+
+def mul_chain_trace(n: int, depth: int, protocol: str = "beaver", seed: int = 0) -> dict:
+    """``depth`` dependent elementwise multiplications of secret vectors of ``n`` elements (x·y·y·…),
+    under CrypTen's ``protocol`` ("beaver": 2PC; "replicated": 3PC); this party's message trace
+    (``trace.recording``) and CrypTen's own counters, for ``trace.counts`` against a closed form."""
+    from . import trace
+
+    cr = compat.crypten()
+    g = _gen(seed)
+    x, y = torch.randn(n, generator=g), torch.rand(n, generator=g) + 0.5
+    with cr.cfg.temp_override({"mpc.protocol": protocol}):
+        sx, sy = cr.cryptensor(x, src=0), cr.cryptensor(y, src=1)
+        comm = compat.comm()
+        comm.reset_communication_stats()
+        events: list = []
+        with trace.recording(events):
+            z = sx
+            for _ in range(depth):
+                z = z * sy
+        stats = comm.get_communication_stats()
+        err = float((z.get_plain_text() - x * y ** depth).abs().max())
+    return {"events": events, "crypten": {"rounds": int(stats["rounds"]), "bytes": int(stats["bytes"])},
+            "max_abs_error": err}
