@@ -28,7 +28,7 @@ LayerNorm and none in the merged graph, a softmax over the vocabulary before eac
 no reveal, and ER that embeds prefix[:-1] and the last prefix token apart, runs every new token
 through the layers and ends with one LM head over all positions and no argmax. Its counts are the
 rounds that go with the paper's printed bytes (the paper prints no rounds): the MERGE link is
-calibrated on them (``privtrans.merge.calibration``).
+calibrated on them (the MERGE chapter's ``calibration`` module).
 """
 
 from __future__ import annotations
