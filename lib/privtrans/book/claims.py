@@ -33,6 +33,8 @@ appended in file-name order)::
         erratum: "..."                        # required exactly when the paper's own numbers fail the claim's
                                               # own test: why the paper's numbers do not support its sentence
         deviation: "..."                      # where our test must differ from the paper's sentence: how, why
+        budgets: {arms: {...}, unequal: "..."}  # what each compared arm was tuned over (privtrans.book.budgets),
+                                              # or a sentence: why the claim compares no tuned or trained arms
         reading: "..."                        # optional explanation ("our reading") ...
         reading_value: "fig1_low_dim.lr"      # ... with the recorded value it rests on (required with it)
         profiles: [ci, paper]                 # optional: where the claim is judged (default: all)
@@ -82,6 +84,7 @@ import yaml
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
+from . import budgets as budgets_mod
 from . import verdicts
 from .paper_values import PaperValueError, lookup
 from .paths import data_dir
@@ -96,7 +99,7 @@ TESTS = ("predicate", "interval")  # exactly one decides the verdict
 ALLOWED = set(REQUIRED) | set(TESTS) | {
     "quote", "quote_en", "where", "kind_why", "margin", "band", "need", "effect", "lost_seeds", "paper_test",
     "exact", "paper_inputs", "erratum", "deviation", "reading", "reading_value", "profiles", "precondition",
-    "precondition_why", "compares", "gate_reads", "_file"}
+    "precondition_why", "compares", "gate_reads", "budgets", "_file"}
 INTERVAL_ONLY = ("margin", "band", "need", "effect", "lost_seeds", "paper_test")
 
 
@@ -173,6 +176,8 @@ def _problems(c: dict) -> list[str]:
                    "empty one")
     if "reading" in c and not c.get("reading_value"):
         out.append("has a reading but no reading_value (the recorded value the reading rests on)")
+    if "budgets" in c:
+        out += budgets_mod.shape_problems(c["budgets"])
     return out
 
 
@@ -322,7 +327,8 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
                "deviation": c.get("deviation", ""), "kind_why": c.get("kind_why", ""),
                "reading": c.get("reading", ""), "reading_value": None,
                "value": None, "verdict": verdicts.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
-               "paper_self_test": None, "paper_self_test_reason": "", "erratum": c.get("erratum", "")}
+               "paper_self_test": None, "paper_self_test_reason": "", "erratum": c.get("erratum", ""),
+               "budgets": c.get("budgets")}
         rows.append(row)
         if has_paper_numbers(c):
             try:
@@ -505,6 +511,8 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
                 ours += f" *Exact: {r['exact']}*"
             if r.get("deviation"):
                 ours += f" *Deviation: {r['deviation']}*"
+            if isinstance(r.get("budgets"), dict) and r["budgets"].get("unequal"):
+                ours += f" *Unequal tuning budgets: {r['budgets']['unequal']}*"
             why = f"{MARK[r['verdict']]}: {_without_verdict(r['reason'], r['verdict'])}"
             if r.get("reading"):
                 why += f" *Our reading: {r['reading']} (recorded: {fmt(r.get('reading_value'))})*"

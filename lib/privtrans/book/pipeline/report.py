@@ -10,7 +10,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import claims, trials
+from .. import budgets, claims, trials
 from . import forest, library
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
@@ -22,7 +22,7 @@ from ..session import load_results, versions
 SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
                   "value", "verdict", "held", "reason", "seeds", "margin", "need", "deviation", "reading",
                   "reading_value", "cells", "made_by", "band", "exact", "compares", "gate_reads", "trials",
-                  "measured_in")
+                  "measured_in", "budgets")
 
 
 def stability_path(root: Path) -> Path:
@@ -85,7 +85,7 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
         figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
         atomic_write_text(generated_dir(ch, root) / "claims.md",
                           (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab)
-                          + library.chapter_links(ch, root))
+                          + budgets.markdown(ch, doc["claims"], profile) + library.chapter_links(ch, root))
         rows_all += rows
     return rows_all
 
