@@ -394,8 +394,35 @@ def table12_pgd(runs: pd.DataFrame, radii) -> dict:
 
 
 def table9_pretraining(runs: pd.DataFrame) -> dict:
-    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting."""
+    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting.
+    ``small_cls_minus_mae``: the narrower CLS backbone against the full-width MAE one (App. C.4: CLS
+    T-ViT-B beats MAE T-ViT-L)."""
     r = runs.rename(columns={"backbone": "variant"})
     return {"seeds": _seeds(r), "accuracy": _variant_means(r), "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
+            "small_cls_minus_mae": _variant_gap(r, "CLS-small", "MAE"),
             "larger_minus_smaller": _variant_gap(r, "CLS", "CLS-small"),
             "more_data_minus_cls": _variant_gap(r, "CLS+", "CLS")}
+
+
+def shard_tuning(grids: dict) -> dict:
+    """``grids``: {table: one row per candidate (task, method, shards, lr, n_seeds, chosen, at_edge;
+    ``selection.shard_tuned`` or ``selection.validation_choice``)}. Per table and arm: the rates
+    tried, the most candidates of one (task, N), the validation seeds, the rate chosen per task and
+    N and the cells whose choice sits at an edge of the grid; per table, whether every arm had as
+    many candidates (``equal_candidates``)."""
+    arms, equal = {}, {}
+    for table, df in grids.items():
+        counts = {}
+        for m, d in df.groupby("method", sort=False):
+            shards = d["shards"] if "shards" in d else pd.Series([None] * len(d), index=d.index)
+            cell = [f"{t}" + ("" if n is None or (isinstance(n, float) and math.isnan(n)) else f" N={int(n)}")
+                    for t, n in zip(d.task, shards)]
+            d = d.assign(cell=cell)
+            counts[m] = int(d.groupby("cell").size().max())
+            ch = d[d.chosen]
+            arms[f"{table}: {m}"] = {"rates": sorted(float(x) for x in set(d.lr)), "candidates": counts[m],
+                                     "validation_seeds": int(d.n_seeds.max()),
+                                     "chosen": {c: float(lr) for c, lr in zip(ch.cell, ch.lr)},
+                                     "at_edge": sorted(ch.cell[ch.at_edge.astype(bool)].tolist())}
+        equal[table] = len(set(counts.values())) == 1
+    return {"arms": arms, "equal_candidates": equal}
