@@ -168,12 +168,13 @@ def test_validation_seeds_are_disjoint_from_the_judged_seeds():
         selection.validation_seeds([0, 1], 3)
 
 
-def test_at_edge_flags_a_choice_at_either_end_of_a_grid_of_three_or_more():
+def test_at_edge_flags_a_choice_at_either_end_of_a_grid():
     grid = {"lr": [1e-3, 1e-2, 3e-2]}
     spec = selection.spec_from({**SCHEDULE, "method": "taft"})
     assert selection.at_edge(grid, spec.with_(lr=1e-3)) and selection.at_edge(grid, spec.with_(lr=3e-2))
     assert not selection.at_edge(grid, spec.with_(lr=1e-2))
-    assert not selection.at_edge({"lr": [1e-3, 1e-2]}, spec.with_(lr=1e-2))  # two points: no interior to have
+    assert selection.at_edge({"lr": [1e-3, 1e-2]}, spec.with_(lr=1e-2))  # two points: no interior
+    assert not selection.at_edge({"lr": [1e-2]}, spec.with_(lr=1e-2))  # one point: nothing was chosen
 
 
 def test_shard_tuned_chooses_per_task_and_n_by_its_score_at_validation_seeds(monkeypatch):
@@ -202,3 +203,24 @@ def test_shard_tuned_chooses_per_task_and_n_by_its_score_at_validation_seeds(mon
     assert table.groupby(["method", "shards"]).chosen.sum().eq(1).all()
     with pytest.raises(ValueError, match="score must be one of"):
         selection.shard_tuned(Bench(), ["a"], {"X": {**methods["Soup"], "score": "mean"}}, [10], seeds=[0])
+
+
+# the arms each comparison sets against one another, per experiment (profile key of their grids)
+COMPARED = {"composition": ("methods", None), "forgetting": ("methods", None), "table10_textures": ("methods", None),
+            "table11_peft": ("methods", None), "table7_linearised_cnn": ("methods", None),
+            "table1_finetuning": ("methods", ["FC", "NLFT-1", "TAFT-1"])}
+
+
+@pytest.mark.parametrize("profile", ["smoke", "ci", "paper"])
+@pytest.mark.parametrize("experiment", sorted(COMPARED))
+def test_compared_arms_get_as_many_candidates(experiment, profile):
+    """Every arm of a comparison has a grid of the same size (the same search budget); NLFT-2 and
+    TAFT-2 of Table 1 are compared with each other and both have one rate."""
+    from privtrans.book import profiles
+
+    cfg = profiles.settings("taft", experiment, profile)
+    key, names = COMPARED[experiment]
+    arms = {m: len(selection.grid_specs(c, {})) for m, c in cfg[key].items() if names is None or m in names}
+    assert len(set(arms.values())) == 1, f"{experiment} at {profile}: candidates per arm {arms}"
+    if experiment == "table1_finetuning":
+        assert len(selection.grid_specs(cfg[key]["NLFT-2"], {})) == len(selection.grid_specs(cfg[key]["TAFT-2"], {}))

@@ -47,11 +47,11 @@ def validation_seeds(seeds, n: int = 1) -> list[int]:
 
 
 def at_edge(grid: dict, spec) -> bool:
-    """Whether ``spec``'s value of some numeric grid axis with three or more points is its smallest
-    or largest (the best may lie beyond the grid)."""
+    """Whether ``spec``'s value of some numeric grid axis with two or more points is its smallest
+    or largest (the best may lie beyond the grid; a two-point grid has no interior)."""
     for k, values in (grid or {}).items():
         nums = [v for v in values if isinstance(v, numbers.Real) and not isinstance(v, bool)]
-        if len(nums) >= 3 and getattr(spec, k) in (min(nums), max(nums)):
+        if len(nums) >= 2 and getattr(spec, k) in (min(nums), max(nums)):
             return True
     return False
 
@@ -99,7 +99,7 @@ def chosen(bench: Bench, tasks: list[str], method_cfg: dict, schedule: dict, see
 
 
 def variant_specs(bench: Bench, tasks: list[str], method_cfg: dict, schedule: dict, variants: dict,
-                  seeds: list[int], retuned=(), reference: str | None = None
+                  seeds: list[int], retuned=(), reference: str | None = None, n_validation_seeds: int | None = None
                   ) -> tuple[dict[str, dict[str, FitSpec]], pd.DataFrame]:
     """({variant: {task: spec}}, the retuned variants' validation grids) for ``variants`` ({name:
     overrides of ``method_cfg``'s spec}).
@@ -107,7 +107,7 @@ def variant_specs(bench: Bench, tasks: list[str], method_cfg: dict, schedule: di
     A variant named in ``retuned`` chooses from ``method_cfg``'s grid itself, with its overrides in
     place, by its validation accuracy averaged over as many validation seeds as ``seeds`` (the paired
     seeds it is then tested at) has, disjoint from them (``validation_seeds``), so that no one seed's
-    luck picks the rate. The others are a starting spec with their overrides:
+    luck picks the rate (``n_validation_seeds``: fewer, where a notebook's budget needs it). The others are a starting spec with their overrides:
     ``reference``'s (a retuned variant with no overrides, e.g. RSL's TAFT-1), or, when None, Table
     1's choice (``chosen`` at the first validation seed). Why: a loss's scale sets the step a learning rate takes,
     so a rate tuned for one loss need not suit another (Figure 2(a): see the chapter page)."""
@@ -119,7 +119,7 @@ def variant_specs(bench: Bench, tasks: list[str], method_cfg: dict, schedule: di
                          f"(retuned: {list(retuned)}, its overrides: {variants.get(reference)})")
     own = {v: grid_specs({**method_cfg, "fixed": {**(method_cfg.get("fixed") or {}), **variants[v]}}, schedule)
            for v in retuned}
-    vseeds = validation_seeds(seeds, len(seeds))
+    vseeds = validation_seeds(seeds, n_validation_seeds or len(seeds))
     # every grid point at every validation seed on every core, before select reads them back
     fit_runs(bench, [(t, s, sd, "val") for v in retuned for t in tasks for s in _candidates(own[v]) for sd in vseeds])
     out, grids = {}, []
