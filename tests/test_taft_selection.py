@@ -224,3 +224,15 @@ def test_compared_arms_get_as_many_candidates(experiment, profile):
     assert len(set(arms.values())) == 1, f"{experiment} at {profile}: candidates per arm {arms}"
     if experiment == "table1_finetuning":
         assert len(selection.grid_specs(cfg[key]["NLFT-2"], {})) == len(selection.grid_specs(cfg[key]["TAFT-2"], {}))
+
+
+@pytest.mark.parametrize("profile", ["smoke", "ci", "paper"])
+def test_every_profile_has_no_more_validation_seeds_than_judged_seeds(profile):
+    """``validation_seeds`` shifts the first n judged seeds: n may not exceed them (a smoke build
+    of Table 12 failed on 3 validation seeds of 2)."""
+    from privtrans.book import profiles
+
+    for e in profiles.experiments("taft"):
+        cfg = profiles.settings("taft", e, profile)
+        if "validation_seeds" in cfg:
+            assert 1 <= cfg["validation_seeds"] <= cfg["seeds"], f"{e} at {profile}"
