@@ -366,6 +366,10 @@ def test_null_fig2_table12_table9():
     out = R.table12_pgd(pgd, [10, 1])
     assert out["radii"] == [1.0, 10.0] and set(out["delta_norm"]) == {"RSL R=1", "CE R=1", "RSL R=10", "CE R=10"}
     _not_held(["table12_rsl_better_in_small_ball", "table12_ce_better_in_large_ball"], out)
+    assert "learning_rates" not in out  # no lr column, nothing recorded
+    rated = R.table12_pgd(pgd.assign(lr=[0.01 if v.startswith("CE") else 0.03 for v in pgd.variant]), [10, 1])
+    assert rated["learning_rates"]["CE R=1"] == {"digits": 0.01, "letters": 0.01}
+    assert rated["learning_rates"]["RSL R=10"]["letters"] == 0.03
     t9 = pd.DataFrame([{"backbone": b, "task": t, "seed": s, "accuracy": 0.7 + _noise(rng)}
                        for b in ("CLS", "CLS-small", "MAE", "CLS+") for t in ("digits", "letters") for s in NULL_SEEDS])
     _not_held(["table9_cls_beats_mae", "table9_small_cls_beats_large_mae", "table9_larger_is_better",

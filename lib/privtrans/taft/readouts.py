@@ -381,13 +381,12 @@ def pgd_variant(loss: str, radius: float) -> str:
 
 
 def table12_pgd(runs: pd.DataFrame, radii) -> dict:
-    """``runs``: (task, variant, seed, accuracy, delta_norm) for the variants ``pgd_variant(loss, r)``
-    of the losses CE and RSL at every radius r in ``radii``."""
-    seeds = _seeds(runs)
+    """``runs``: (task, variant, seed, accuracy, delta_norm[, lr]) for the variants ``pgd_variant(loss,
+    r)`` of the losses CE and RSL at every radius r in ``radii``; each variant's rate is recorded
+    (``learning_rates``) when ``runs`` has an ``lr`` column (each (loss, R) chooses its own)."""
     radii = sorted(float(r) for r in radii)
     norms = runs.groupby("variant").delta_norm.mean().to_dict()
-    return {"seeds": seeds, "radii": radii,
-            "accuracy": _variant_means(runs),
+    return {**_variants(runs), "radii": radii,
             "delta_norm": {k: num(v) for k, v in norms.items()},
             "rsl_minus_ce_small_r": _variant_gap(runs, pgd_variant("rsl", radii[0]), pgd_variant("ce", radii[0])),
             "ce_minus_rsl_large_r": _variant_gap(runs, pgd_variant("ce", radii[-1]), pgd_variant("rsl", radii[-1]))}
