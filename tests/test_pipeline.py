@@ -148,7 +148,7 @@ def test_a_claim_value_holding_recorded_dicts_is_plain_json(root):
 
 def test_a_claim_needs_a_known_kind(root):
     _write_claims(root, CLAIMS.replace("kind: reproduction", "kind: replication", 1))
-    with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, check"):
+    with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, extension, check"):
         claims.load("dp_icl", root)
 
 
