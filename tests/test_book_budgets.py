@@ -12,11 +12,6 @@ from privtrans.book.chapters import KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: chapters whose budgets are audited in the chapter's own branch (removed when they are merged)
-AUDITED_ELSEWHERE = {"taft": "audited in the chapter's own branch",
-                     "dpformer": "audited in the chapter's own branch"}
-
-
 def reproductions(chapter):
     return [c for c in claims.load(chapter, ROOT)["claims"] if c["kind"] == "reproduction"]
 
@@ -26,8 +21,6 @@ def test_every_comparison_gives_its_arms_the_same_budget_or_says_why(chapter):
     """Each reproduction states its arms' budgets (or why it compares no trained or tuned arm); arms
     whose grid size, validation seeds or training differ at any profile need ``budgets.unequal``, and
     an ``unequal`` on equal budgets is stale."""
-    if chapter in AUDITED_ELSEWHERE:
-        pytest.skip(AUDITED_ELSEWHERE[chapter])
     missing = [c["id"] for c in reproductions(chapter) if "budgets" not in c]
     assert not missing, f"{chapter}: reproductions without budgets: {missing}"
     bad = {c["id"]: p for c in reproductions(chapter) if (p := budgets.problems(chapter, c))}
