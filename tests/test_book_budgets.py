@@ -98,3 +98,11 @@ def test_the_chapter_page_says_per_table_what_each_arm_was_tuned_over():
     assert "| Table 3 | `table3_merge_close_to_mpcformer` | MPCformer (sf2relu) | not tuned; fixed lr 0.001, batch 32; " \
            "training: steps 400" in text
     assert "*unequal*" in text and "Claims that compare no trained or tuned arms" in text
+
+
+def test_a_one_value_grid_reads_as_fixed_not_searched():
+    arm = {"grid": {"lr": [0.01]}, "size": 1, "tuned_on": "x", "seeds": 1, "training": "t"}
+    text = budgets.describe(arm)
+    assert text.startswith("not tuned") and "fixed lr 0.01" in text, text
+    arm = {"grid": {"lr": [0.01, 0.1]}, "size": 2, "tuned_on": "x", "seeds": 1, "training": "t"}
+    assert budgets.describe(arm).startswith("searched lr ∈ {0.01, 0.1} (2 settings)")

@@ -169,8 +169,9 @@ def show(v) -> str:
 
 def describe(arm: dict) -> str:
     """One arm's budget in words: what it searched (or that it was fixed), on what, and its training."""
-    searched = {k: v for k, v in arm["grid"].items() if isinstance(v, list)}
-    fixed = {k: v for k, v in arm["grid"].items() if not isinstance(v, list)}
+    # a one-value list at this profile (searched only at another) reads as fixed here
+    searched = {k: v for k, v in arm["grid"].items() if isinstance(v, list) and len(v) > 1}
+    fixed = {k: (v[0] if isinstance(v, list) and v else v) for k, v in arm["grid"].items() if k not in searched}
     if searched:
         text = (f"searched {' × '.join(f'{k} ∈ {show(v)}' for k, v in searched.items())} ({arm['size']} settings) "
                 f"on {show(arm['tuned_on'])}, validation seeds {show(arm['seeds'])}")
