@@ -76,7 +76,7 @@ def test_excess_risk_is_the_test_average(rng):
 
 # ----------------------------------------------------------------------------- constants
 def test_low_dim_constants_match_the_authors_table():
-    # notes §1.6 (authors' code): N, L, C, G, R, sigma, eta0, T
+    # the authors' code's constants (dp_icl/constants.py): N, L, C, G, R, sigma, eta0, T
     for N, L, C, G, R, sigma, eta0, T in [(1000, 31, 4.548, 1.409, 23.49, 106.11, 0.0649, 44),
                                           (4000, 63, 4.987, 1.105, 39.64, 107.87, 0.0818, 39)]:
         hp = constants.low_dim(N)

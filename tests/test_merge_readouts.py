@@ -1254,7 +1254,7 @@ def test_the_papers_numbers_are_every_value_a_predicate_reads():
         env = claims.paper_env("merge", c)
         assert set(trials.read_paths(c["predicate"], env)) <= set(c["paper_inputs"]), c["id"]
         assert claims.truth(c["predicate"], env) != bool(c.get("erratum")), c["id"]
-    # the six time claims of issue 50 read the paper's counts through the calibrated link, not its wall times
+    # the six time claims (data/merge/claims.yaml) read the paper's counts through the calibrated link, not its wall times
     for cid in ("t1_merge_fastest", "fig4_speedup_grows_with_length", "fig4_merge_over_thex_at_512",
                 "fig4_size_speedup_about_10x", "t1_comm_time_column", "fig4_size_speedup_does_not_grow"):
         assert all("seconds_calibrated" in e for e in CLAIMS[cid]["paper_inputs"].values()), cid

@@ -118,7 +118,7 @@ def test_teachers_reads_back_each_task_and_seed_from_the_cache(tmp_path, monkeyp
     assert [t["metric"] for t in got["mr2"]] == [t["metric"] for t in again]
 
 
-# ---- the dry run (issue 22): one step of each training loop, the full length booked -----------------
+# ---- the dry run (privtrans.book.dry): one step of each training loop, the full length booked -----------------
 
 def _teacher_as_before(task, cfg, epochs, lr, seed, batch=64, steps=None):
     """``train_teacher``'s loop as it was before the dry run's ``dry.loop``: the reference (after

@@ -156,7 +156,7 @@ def test_benches_pretrain_the_longest_backbone_first_and_keep_the_settings_order
     monkeypatch.setattr(X.workers, "default_workers", lambda: 1)  # in order, in this process
     out = X.benches(backbones, 0, {}, None)
     assert out == backbones
-    # Table 9's backbones at `ci` took CLS+ 34 s, CLS 29 s, MAE 23 s, CLS-small 15 s (cold build, 2026-11-28)
+    # Table 9's backbones at `ci` took CLS+ 34 s, CLS 29 s, MAE 23 s, CLS-small 15 s (one cold build on 2 cores)
     names = [next(n for n, b in backbones.items() if X.PretrainSpec.from_cfg(b) == s) for s in started]
     assert names == ["CLS+", "CLS", "MAE", "CLS-small"]
 

@@ -9,7 +9,7 @@ whose bytes reproduce Table 2's GPT-2 rows (the notebook shows them side by side
 * **Fit** (:data:`FIT`): vanilla CrypTen's Embed, Linear and Softmax communication time at GPT-2
   (52.33 / 74.21 / 113.96 s), two parameters (bandwidth, per-round latency) by
   ``scipy.optimize.least_squares`` (:func:`privtrans.shared.mpc.network.calibrate`).
-* **Held out** (:data:`HELD_OUT`, named in issue 50 before the fit was run): ER+MM's Linear at GPT-2
+* **Held out** (:data:`HELD_OUT`, named before the fit was run): ER+MM's Linear at GPT-2
   (53.97 s) and CrypTen's Embed at T5 (53.36 s). The link may judge a time claim only if both are
   predicted within :data:`privtrans.shared.mpc.network.TOLERANCE` (10 %).
 * Every other cell of the column is shown beside (:func:`cell_table`), not fitted and not gating.
