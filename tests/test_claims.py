@@ -77,6 +77,39 @@ def test_an_erratum_is_shown_as_the_papers_with_its_arithmetic(tmp_path):
     assert any("but the paper passes its own claim" in p for p in claims.lint("dp_icl", tmp_path))
 
 
+def test_an_explanation_names_an_allowed_kind_and_is_shown_only_with_its_recorded_value(tmp_path):
+    """``explanation`` (the discrepancies appendix groups by it): scale needs the recorded value that
+    shows it and is shown only when this build recorded it; statement needs the claim's deviation."""
+    d = tmp_path / "data" / "dp_icl"
+    d.mkdir(parents=True)
+    base = ("claims:\n  - {id: e, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, "
+            "paper_value: 1, notebook: nb, value: nb.x, predicate: 'nb.x >= 1.7', exact: 'a ratio', ")
+
+    def problems(extra):
+        (d / "claims.yaml").write_text(base + extra + "}\n")
+        with pytest.raises(claims.ClaimsFileError) as e:
+            claims.load("dp_icl", tmp_path)
+        return str(e.value)
+
+    assert "kind 'luck'; allowed values are scale, statement" in problems("explanation: {kind: luck}")
+    assert "stated in the claim's erratum field" in problems("explanation: {kind: erratum}")
+    assert "without evidence" in problems("explanation: {kind: scale, why: small}")
+    assert "without why" in problems("explanation: {kind: scale, evidence: nb.n}")
+    assert "no deviation saying how" in problems("explanation: {kind: statement}")
+    assert "unknown explanation field(s) ['value']" in problems("explanation: {kind: statement, value: 3}")
+    (d / "claims.yaml").write_text(base + "explanation: {kind: scale, why: 'a 50k-parameter block', "
+                                          "evidence: nb.n_params}}\n")
+    doc = claims.load("dp_icl", tmp_path)
+    res = {"nb": {"profile": "ci", "values": {"x": 1.0, "n_params": 50312}}}
+    row = claims.evaluate("dp_icl", doc, res, "ci", tmp_path)[0]
+    assert row["verdict"] == "contradicted" and row["explanation"]["evidence_value"] == 50312
+    assert "Explained by our stand-in's scale: a 50k-parameter block (recorded: 50312)" in claims.markdown_table([row], "ci")
+    del res["nb"]["values"]["n_params"]  # not recorded in this build: not shown
+    row = claims.evaluate("dp_icl", doc, res, "ci", tmp_path)[0]
+    assert "evidence_value" not in row["explanation"] and "n_params" in row["explanation"]["evidence_error"]
+    assert "Explained by" not in claims.markdown_table([row], "ci")
+
+
 def test_a_paper_test_that_the_paper_fails_is_caught(tmp_path):
     d = tmp_path / "data" / "dp_icl"
     d.mkdir(parents=True)

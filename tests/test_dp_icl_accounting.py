@@ -41,9 +41,9 @@ def test_the_chapter_imports_without_torch_or_opacus():
 
     code = ("import sys; import privtrans.dp_icl, privtrans.dp_icl.readouts, privtrans.dp_icl.plots; "
             "from privtrans.book import session, plotting; "
-            "from privtrans.dp_icl import accounting as A; A.noise_multiplier('zcdp', 1.0, 1e-5, 100); "
+            "from privtrans.dp_icl import accounting; accounting.noise_multiplier('zcdp', 1.0, 1e-5, 100); "
             "print(sorted(m for m in ('torch', 'opacus') if m in sys.modules)); "
-            "A.rdp_epsilon(1.1, 10, 1e-5); print(sorted(m for m in ('torch', 'opacus') if m in sys.modules))")
+            "accounting.rdp_epsilon(1.1, 10, 1e-5); print(sorted(m for m in ('torch', 'opacus') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "['opacus', 'torch']"], out
 

@@ -16,6 +16,8 @@ def _tree(root):
         "lib/privtrans/book/claims.py": "x = 1",
         "lib/privtrans/book/verdicts.py": "x = 1",
         "lib/privtrans/book/paper_values.py": "x = 1",
+        "lib/privtrans/book/trials.py": "x = 1",
+        "lib/privtrans/book/budgets.py": "x = 1",
         "lib/privtrans/book/pipeline/__init__.py": "",
         "lib/privtrans/book/pipeline/html.py": "x = 1",
         "lib/privtrans/shared/__init__.py": "",
@@ -68,6 +70,8 @@ def test_cache_key_follows_source_profile_seed_and_data(root):
     ("lib/privtrans/book/claims.py", set()),                  # judging claims happens after the notebooks
     ("lib/privtrans/book/verdicts.py", set()),
     ("lib/privtrans/book/paper_values.py", set()),
+    ("lib/privtrans/book/trials.py", set()),
+    ("lib/privtrans/book/budgets.py", set()),
 ])
 def test_cache_key_follows_the_library_layers(root, edited, reruns):
     nbs = _tree(root)

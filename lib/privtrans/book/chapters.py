@@ -92,7 +92,7 @@ def toc_yaml() -> str:
     ]
     for c in CHAPTERS:
         lines += [f"      - file: book/{c.key}", "        sections:", f"          - glob: book/_executed/{c.key}/*"]
-    lines += ["  - caption: About", "    chapters:", "      - file: book/reproducing",
+    lines += ["  - caption: About", "    chapters:", "      - file: book/discrepancies", "      - file: book/reproducing",
               "      - file: book/bibliography",
               # the library's source, one page per module (privtrans.book.pipeline.library, git-ignored)
               "      - file: book/library", "        sections:", "          - glob: book/_library/*"]

@@ -33,6 +33,14 @@ appended in file-name order)::
         erratum: "..."                        # required exactly when the paper's own numbers fail the claim's
                                               # own test: why the paper's numbers do not support its sentence
         deviation: "..."                      # where our test must differ from the paper's sentence: how, why
+        explanation:                          # optional: why a contradicted or inconclusive verdict came out
+          kind: scale                         # so (the discrepancies appendix groups by it): scale (our
+                                              # stand-in's size) or statement (how we had to state the claim:
+                                              # its deviation); the paper's own numbers are an erratum instead
+          why: "..."                          # in words (required with scale)
+          evidence: "fig1_low_dim.n_params"   # scale: the recorded value that shows it (required)
+        budgets: {arms: {...}, unequal: "..."}  # what each compared arm was tuned over (privtrans.book.budgets),
+                                              # or a sentence: why the claim compares no tuned or trained arms
         reading: "..."                        # optional explanation ("our reading") ...
         reading_value: "fig1_low_dim.lr"      # ... with the recorded value it rests on (required with it)
         profiles: [ci, paper]                 # optional: where the claim is judged (default: all)
@@ -82,6 +90,7 @@ import yaml
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
+from . import budgets as budgets_mod
 from . import verdicts
 from .paper_values import PaperValueError, lookup
 from .paths import data_dir
@@ -96,7 +105,11 @@ TESTS = ("predicate", "interval")  # exactly one decides the verdict
 ALLOWED = set(REQUIRED) | set(TESTS) | {
     "quote", "quote_en", "where", "kind_why", "margin", "band", "need", "effect", "lost_seeds", "paper_test",
     "exact", "paper_inputs", "erratum", "deviation", "reading", "reading_value", "profiles", "precondition",
-    "precondition_why", "compares", "gate_reads", "_file"}
+    "precondition_why", "compares", "gate_reads", "explanation", "budgets", "_file"}
+#: what explains a contradicted or inconclusive reproduction (the discrepancies appendix); the
+#: paper's own numbers failing its sentence are the claim's ``erratum``, not an explanation kind
+EXPLANATION_KINDS = ("scale", "statement")
+EXPLANATION_FIELDS = ("kind", "why", "evidence")
 INTERVAL_ONLY = ("margin", "band", "need", "effect", "lost_seeds", "paper_test")
 
 
@@ -173,6 +186,42 @@ def _problems(c: dict) -> list[str]:
                    "empty one")
     if "reading" in c and not c.get("reading_value"):
         out.append("has a reading but no reading_value (the recorded value the reading rests on)")
+    if "explanation" in c:
+        out += explanation_problems(c)
+    if "budgets" in c:
+        out += budgets_mod.shape_problems(c["budgets"])
+    return out
+
+
+def explanation_problems(c: dict) -> list[str]:
+    """What is wrong with a claim's ``explanation``: an allowed kind, the fields it needs, and a
+    recorded value for every explanation by scale (a reading is built from recorded values only)."""
+    ex = c["explanation"]
+    if not isinstance(ex, dict):
+        return [f"has explanation {ex!r}; an explanation is a mapping with kind ({', '.join(EXPLANATION_KINDS)}), "
+                "why and evidence"]
+    out = []
+    unknown = sorted(set(ex) - set(EXPLANATION_FIELDS))
+    if unknown:
+        out.append(f"has unknown explanation field(s) {unknown}; allowed fields are {', '.join(EXPLANATION_FIELDS)}")
+    kind = ex.get("kind")
+    if kind == "erratum":
+        out.append("has explanation kind 'erratum': the paper's own numbers failing its sentence are stated in the "
+                   f"claim's erratum field (with paper_test or paper_inputs); allowed kinds are "
+                   f"{', '.join(EXPLANATION_KINDS)}")
+    elif kind not in EXPLANATION_KINDS:
+        out.append(f"has explanation kind {kind!r}; allowed values are {', '.join(EXPLANATION_KINDS)}")
+    for k in ("why", "evidence"):
+        if k in ex and not (isinstance(ex[k], str) and ex[k].strip()):
+            out.append(f"has an empty or non-text explanation {k}")
+    if kind == "scale":
+        if not ex.get("evidence"):
+            out.append("has an explanation by scale without evidence (the recorded value that shows it, an "
+                       "expression such as notebook.key)")
+        if not ex.get("why"):
+            out.append("has an explanation by scale without why (what the recorded value shows)")
+    if kind == "statement" and not c.get("deviation"):
+        out.append("has an explanation by how the claim is stated but no deviation saying how")
     return out
 
 
@@ -322,7 +371,9 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
                "deviation": c.get("deviation", ""), "kind_why": c.get("kind_why", ""),
                "reading": c.get("reading", ""), "reading_value": None,
                "value": None, "verdict": verdicts.NOT_JUDGED, "held": None, "reason": "", "seeds": [],
-               "paper_self_test": None, "paper_self_test_reason": "", "erratum": c.get("erratum", "")}
+               "paper_self_test": None, "paper_self_test_reason": "", "erratum": c.get("erratum", ""),
+               "budgets": c.get("budgets"),
+               "explanation": dict(c["explanation"]) if c.get("explanation") else None}
         rows.append(row)
         if has_paper_numbers(c):
             try:
@@ -357,6 +408,12 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
             except EVAL_ERRORS as e:
                 row["reading"] = ""
                 row["reading_value"] = f"cannot evaluate: {type(e).__name__}: {e}"
+        ex = row["explanation"]
+        if ex and ex.get("evidence"):  # shown only with the value it rests on, read from this build
+            try:
+                ex["evidence_value"] = _plain(expression(ex["evidence"], env))
+            except EVAL_ERRORS as e:
+                ex["evidence_error"] = f"{type(e).__name__}: {e}"
         judged = c.get("profiles")
         if judged and profile not in judged and verdict != verdicts.NOT_JUDGED:
             row["reason"] = (f"not judged at profile {profile!r} (judged at {', '.join(judged)}); "
@@ -412,6 +469,14 @@ def paper_self_test(chapter: str, c: dict, root: Path | None = None) -> tuple[st
 
 def has_paper_numbers(c: dict) -> bool:
     return bool(c.get("paper_test") or c.get("paper_inputs"))
+
+
+EXPLAINED_AS = {"scale": "our stand-in's scale", "statement": "how we had to state the claim"}
+
+
+def explained(ex: dict) -> bool:
+    """An explanation the build could read: one that names a recorded value has it."""
+    return not ex.get("evidence") or "evidence_value" in ex
 
 
 def tally(rows: list[dict]) -> dict:
@@ -505,9 +570,15 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
                 ours += f" *Exact: {r['exact']}*"
             if r.get("deviation"):
                 ours += f" *Deviation: {r['deviation']}*"
+            if isinstance(r.get("budgets"), dict) and r["budgets"].get("unequal"):
+                ours += f" *Unequal tuning budgets: {r['budgets']['unequal']}*"
             why = f"{MARK[r['verdict']]}: {_without_verdict(r['reason'], r['verdict'])}"
             if r.get("reading"):
                 why += f" *Our reading: {r['reading']} (recorded: {fmt(r.get('reading_value'))})*"
+            ex = r.get("explanation")
+            if ex and r["verdict"] in (verdicts.CONTRADICTED, verdicts.INCONCLUSIVE) and explained(ex):
+                why += f" *Explained by {EXPLAINED_AS[ex['kind']]}: {ex.get('why') or r.get('deviation')}"
+                why += (f" (recorded: {fmt(ex['evidence_value'])})*" if "evidence_value" in ex else "*")
             if r.get("trials"):
                 from .trials import sentence  # the trials import this module
 

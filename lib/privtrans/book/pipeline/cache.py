@@ -6,7 +6,8 @@
 - the mechanisms it uses: every module of ``lib/privtrans/shared/`` that the chapter package or the
   notebook imports, followed through their own imports;
 - the machinery that runs inside a notebook: ``privtrans/__init__.py`` and ``privtrans/book/``
-  except ``pipeline/`` and ``claims.py`` (they run after the notebooks, so are no input of any).
+  except ``pipeline/`` and the judges (``claims``, ``verdicts``, ``paper_values``, ``trials``,
+  ``budgets``): they run after the notebooks, so are no input of any.
 
 So an edit inside one chapter re-runs that chapter only, an edit of a mechanism re-runs the
 chapters that import it, and an edit of the build machinery re-runs nothing. The key is a
@@ -25,7 +26,8 @@ from ..imports import MENTION, PACKAGE, import_graph, module_name, used_modules
 from ..runcache import atomic_write_text, hash_files, read_json
 from .discover import Notebook
 
-MACHINERY_NOT_INPUTS = ("book/pipeline/", "book/claims.py", "book/verdicts.py", "book/paper_values.py")
+MACHINERY_NOT_INPUTS = ("book/pipeline/", "book/claims.py", "book/verdicts.py", "book/paper_values.py",
+                        "book/trials.py", "book/budgets.py")
 FROM_IMPORT = re.compile(r"^\s*from\s+(privtrans[\w.]*)\s+import\s+\(?([\w\s,]+)", re.M)
 
 

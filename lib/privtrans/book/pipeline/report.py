@@ -10,8 +10,8 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import claims, trials
-from . import forest, library
+from .. import budgets, claims, trials
+from . import discrepancies, forest, library
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
 from ..paths import generated_dir
@@ -22,7 +22,8 @@ from ..session import load_results, versions
 SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
                   "value", "verdict", "held", "reason", "seeds", "margin", "need", "deviation", "reading",
                   "reading_value", "cells", "made_by", "band", "exact", "compares", "gate_reads", "trials",
-                  "measured_in")
+                  "measured_in", "erratum", "paper_self_test", "paper_self_test_reason", "explanation",
+                  "budgets", "recorded_in")
 
 
 def stability_path(root: Path) -> Path:
@@ -85,7 +86,7 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
         figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
         atomic_write_text(generated_dir(ch, root) / "claims.md",
                           (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab)
-                          + library.chapter_links(ch, root))
+                          + budgets.markdown(ch, doc["claims"], profile) + library.chapter_links(ch, root))
         rows_all += rows
     return rows_all
 
@@ -270,6 +271,7 @@ def write_status_page(root: Path, summary: dict):
                      f"{r['low_power']}{failed} | {r['check_held']} / {r['check_total']} | {r['minutes']:.1f} |")
     if forest.draw(summary["claims"], out / "forest.png", with_chapter=True):
         lines += ["", "Every chapter's comparison claims on one scale:", "", forest.directive().rstrip()]
+    lines += discrepancies.landing_lines(summary)
     lines += stability_lines(summary)
     versions = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items())
     lines += ["", f"Packages: {versions}.", "", "| Notebook | Profile | Seconds | Status |", "|---|---|---|---|"]
@@ -278,6 +280,7 @@ def write_status_page(root: Path, summary: dict):
     atomic_write_text(out / "status.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "chapters.md", landing_table())
     atomic_write_text(out / "build_times.md", build_times(summary))
+    atomic_write_text(out / "discrepancies.md", discrepancies.page(summary))
     from .dry_build import page_table  # the reproducing page's table of estimated `paper` costs
 
     atomic_write_text(out / "dry_run.md", page_table(root))
