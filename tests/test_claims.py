@@ -37,7 +37,7 @@ def test_every_claims_file_follows_the_schema(chapter):
     doc = claims.load(chapter, ROOT)  # raises ClaimsFileError naming the claim and the field
     for c in doc["claims"]:
         assert "why_not" not in c and "why_held" not in c
-        if c["kind"] == "reproduction":
+        if c["kind"] in claims.QUOTED:
             assert claims.quotes(c) and c["where"], c["id"]
 
 
@@ -284,7 +284,7 @@ def test_every_paper_value_shown_is_read_from_the_cited_files(chapter):
     numbers = file_numbers(chapter)
     bad = {}
     for c in claims.load(chapter, ROOT)["claims"]:
-        if c["kind"] != "reproduction":
+        if c["kind"] not in claims.QUOTED:
             continue
         quoted = {float(m.group().replace("−", "-")) for q in claims.quotes(c) for m in _NUMBER.finditer(q)}
         miss = unsourced_numbers(c["paper_value"], numbers | quoted)  # the quote is the paper's, verbatim
@@ -374,7 +374,7 @@ def test_a_claim_value_holding_recorded_dicts_is_plain_json(root):
 
 def test_a_claim_needs_a_known_kind(root):
     _write_claims(root, CLAIMS.replace("kind: reproduction", "kind: replication", 1))
-    with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, check"):
+    with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, extension, check"):
         claims.load("dp_icl", root)
 
 
@@ -460,3 +460,39 @@ def test_a_predicate_that_is_none_is_not_judged(root):
     rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
                            {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
     assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]
+
+
+# ------------------------------------------------------------------------------------ mechanism studies
+def _extension_file(tmp_path, claim: str):
+    d = tmp_path / "data" / "dp_icl"
+    d.mkdir(parents=True)
+    (d / "claims.yaml").write_text("paper: P\nclaims:\n" + claim)
+    return tmp_path
+
+
+def test_an_extension_quotes_the_paper_like_a_reproduction(tmp_path):
+    """A mechanism study tests the paper's own words: without them (or where they stand) it is refused."""
+    bare = ("  - {id: m, paper_item: F, kind: extension, statement: s, paper_value: 1, notebook: nb, "
+            "value: nb.x, interval: nb.d, margin: 0}\n")
+    with pytest.raises(claims.ClaimsFileError, match="extension without the paper's words"):
+        claims.load("dp_icl", _extension_file(tmp_path, bare))
+    quoted = bare.replace("statement: s", "quote: q, where: w, statement: s")
+    assert claims.load("dp_icl", _extension_file(tmp_path / "ok", quoted))["claims"][0]["kind"] == "extension"
+
+
+def test_extensions_are_counted_apart_from_the_papers_claims():
+    """A mechanism study's verdicts never swell the paper's claims: their own count and their own table."""
+    row = {"kind": "reproduction", "paper_item": "Table 1", "quote": ["q"], "where": "§1", "statement": "s",
+           "paper_value": 1, "value": 2, "verdict": "held", "reason": "held: 2 > 1 (true)"}
+    rows = [dict(row, id="r"), dict(row, id="e1", kind="extension"),
+            dict(row, id="e2", kind="extension", verdict="contradicted", reason="contradicted: 0 > 1 (false)")]
+    t = claims.tally(rows)
+    assert t["reproduction"]["total"] == 1 and t["reproduction"]["held"] == 1
+    assert t["extension"] == {"held": 1, "contradicted": 1, "inconclusive": 0, "not_judged": 0, "total": 2}
+    table = claims.markdown_table(rows, "ci")
+    assert "of the paper's 1 claims reproduced here, 1 held, 0 contradicted" in table
+    assert "of 2 claims of a mechanism study" in table and "1 held, 1 contradicted" in table
+    paper, study = table.split("**Mechanism study")
+    assert '<a id="claim-r"></a>' in paper and '<a id="claim-e1"></a>' not in paper
+    assert '<a id="claim-e1"></a>' in study and '<a id="claim-e2"></a>' in study
+    assert "Mechanism study" not in claims.markdown_table([dict(row, id="r")], "ci")  # no empty section

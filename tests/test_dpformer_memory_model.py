@@ -45,3 +45,15 @@ def test_opacus_hooks_per_sample_grads_are_every_modules_parameters(n_items, len
     batch = 5
     mm = eff.memory_model("opacus_hooks", n_items, length, batch, d, n_blocks=n_blocks)
     assert mm["clip_bytes"] == 4 * batch * per_module
+
+
+def test_phantom_fits_about_three_quarters_of_opacus_ghosts_batch():
+    """The chapter's memory model at the paper's vocabularies (L = 50, 16 GB): Phantom's tied model keeps
+    one extra logit-sized buffer, so it fits about 0.74× the batch of opacus's ghost clipping of the untied
+    d/2 model (which pays no B·M² term), while hundreds of times the paper-style Ghost's at M = 23,715."""
+    t = eff.modelled_max_batch_table(eff.METHODS, [3416, 23715], 50, 16, 64)
+    assert (t.loc[3416, "phantom"], t.loc[3416, "opacus_ghost"]) == (4730, 6375)
+    assert (t.loc[23715, "phantom"], t.loc[23715, "opacus_ghost"]) == (814, 1088)
+    assert t["Phantom / opacus ghost"].tolist() == pytest.approx([4730 / 6375, 814 / 1088])
+    assert "Phantom / opacus ghost" not in eff.modelled_max_batch_table(["nonprivate", "phantom", "paper_ghost"],
+                                                                        [3416], 50, 16, 64)

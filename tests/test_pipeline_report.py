@@ -65,3 +65,18 @@ def test_interval_agreement_counts_cells_whose_two_seed_sets_disagree():
     right, narrow = interval_agreement(rows(1.0)), interval_agreement(rows(0.3))
     assert right["cells"] == 400 and right["disagree"] / 400 < 0.09
     assert narrow["disagree"] / 400 > 0.3 and abs(narrow["worst"][0][1]) > 3
+
+
+def test_the_dashboard_counts_a_mechanism_study_apart(tmp_path):
+    """Extension claims get their own column; the paper's claims (Held ... Not judged) do not count them."""
+    claim = {"chapter": "dpformer", "kind": "extension", "verdict": "held"}
+    summary = dict(_summary([dict(_nb("09_premise_table", 60.0), chapter="dpformer")]),
+                   claims=[claim, dict(claim, verdict="inconclusive"), dict(claim, kind="reproduction")])
+    row = next(r for r in report.chapter_rows(summary) if r["chapter"] == "dpformer")
+    assert (row["rep_total"], row["rep_held"], row["ext_total"], row["ext_held"]) == (1, 1, 2, 1)
+    assert report.study_cell(row) == "1 held, 0 contradicted, 1 inconclusive, 0 not judged of 2"
+    report.write_status_page(tmp_path, summary)
+    line = next(x for x in (tmp_path / "book" / "_generated" / "status.md").read_text().splitlines()
+                if x.startswith("| {doc}`/book/dpformer`"))
+    assert "| 1 / 1 | 1 | 0 | 0 | 0 |" in line and "of 2 |" in line
+    assert report.study_cell(next(r for r in report.chapter_rows(summary) if r["chapter"] == "taft")) == "–"

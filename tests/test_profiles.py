@@ -23,13 +23,6 @@ _WARMUP = (set(), {"distill.warmup", "student.warmup", "teacher.warmup",
            "as ci does, where its 1,000 exceed the corpus (found by the dry run)")
 _SUBSAMPLE = ({"tasks.n_train", "tasks.n_dev"}, set(), "ci subsamples the data; paper uses every example")
 KEY_DIFFERENCES = {
-    ("taft", "table1_finetuning"): (
-        {"methods.TAFT-1.fixed.kappa", "methods.TAFT-1.fixed.pt", "methods.TAFT-2.fixed.pt"},
-        {"methods.TAFT-1.grid.kappa", "methods.TAFT-1.grid.pt", "methods.TAFT-2.grid.pt"},
-        "paper searches κ and PT in the grid where ci fixes them"),
-    ("taft", "table11_peft"): ({"peft.Adapter.fixed.rank", "peft.LoRA.fixed.rank"},
-                               {"peft.Adapter.grid.rank", "peft.LoRA.grid.rank"},
-                               "paper searches the rank in the grid where ci fixes it"),
     ("merge", "fig6_retraining"): _WARMUP,
     ("merge", "table3_quality"): _WARMUP,
     ("merge", "table3_seeds"): _WARMUP,

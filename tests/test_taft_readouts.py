@@ -28,8 +28,8 @@ NULL_TESTED = {
     "table11_taft_beats_adapter", "table11_taft_beats_lora",
     "fig2a_rsl_beats_ce", "fig2a_rsl_beats_mse", "fig2b_reset_last_block_helps", "fig2c_cls_helps_far_task",
     "table12_rsl_better_in_small_ball", "table12_ce_better_in_large_ball",
-    "table9_cls_beats_mae", "table9_larger_is_better", "table9_more_pretraining_data_helps",
-    "fig1c_retraining_speedup",
+    "table9_cls_beats_mae", "table9_small_cls_beats_large_mae", "table9_larger_is_better",
+    "table9_more_pretraining_data_helps", "fig1c_retraining_speedup",
 }
 
 
@@ -273,9 +273,10 @@ def test_table7_and_fig4_and_cost():
     assert verdict("table8_train_cost_about_twice", rec) == "held"
     assert verdict("table8_inference_cost", rec) == "held"
     assert verdict("table8_caching_and_batching_help", rec) == "held"
-    slow = readouts.cost(times(4.0))  # 4x: beyond both bounds on every round
+    slow = readouts.cost(times(4.0))  # 4x: beyond the train bound (2.5x) on every round, within an order of magnitude
     assert verdict("table8_train_cost_about_twice", slow) == "contradicted"
-    assert verdict("table8_inference_cost", slow) == "contradicted"
+    assert verdict("table8_inference_cost", slow) == "held"
+    assert verdict("table8_inference_cost", readouts.cost(times(12.0))) == "contradicted"  # beyond 10x on every round
     assert verdict("table8_train_cost_about_twice", readouts.cost(times(2.5, jitter=0.3))) == "inconclusive"
 
 
@@ -365,10 +366,14 @@ def test_null_fig2_table12_table9():
     out = readouts.table12_pgd(pgd, [10, 1])
     assert out["radii"] == [1.0, 10.0] and set(out["delta_norm"]) == {"RSL R=1", "CE R=1", "RSL R=10", "CE R=10"}
     _not_held(["table12_rsl_better_in_small_ball", "table12_ce_better_in_large_ball"], out)
+    assert "learning_rates" not in out  # no lr column, nothing recorded
+    rated = readouts.table12_pgd(pgd.assign(lr=[0.01 if v.startswith("CE") else 0.03 for v in pgd.variant]), [10, 1])
+    assert rated["learning_rates"]["CE R=1"] == {"digits": 0.01, "letters": 0.01}
+    assert rated["learning_rates"]["RSL R=10"]["letters"] == 0.03
     t9 = pd.DataFrame([{"backbone": b, "task": t, "seed": s, "accuracy": 0.7 + _noise(rng)}
                        for b in ("CLS", "CLS-small", "MAE", "CLS+") for t in ("digits", "letters") for s in NULL_SEEDS])
-    _not_held(["table9_cls_beats_mae", "table9_larger_is_better", "table9_more_pretraining_data_helps"],
-              readouts.table9_pretraining(t9))
+    _not_held(["table9_cls_beats_mae", "table9_small_cls_beats_large_mae", "table9_larger_is_better",
+               "table9_more_pretraining_data_helps"], readouts.table9_pretraining(t9))
 
 
 def test_pretraining_readout_meets_its_target_only_when_measured():

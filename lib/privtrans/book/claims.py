@@ -7,7 +7,7 @@ appended in file-name order)::
     claims:
       - id: fig1_falls_with_n                 # unique in the chapter
         paper_item: "Figure 1"                # the table/figure it stands for
-        kind: reproduction                    # or check (see below)
+        kind: reproduction                    # or extension, or check (see below)
         quote: "the paper's own words"        # reproduction: verbatim (a string or a list of strings)
         quote_en: "..."                       # where the paper is not in English: a translation
         where: "§4.2; Figure 1 caption"       # reproduction: where the quote stands
@@ -49,8 +49,11 @@ appended in file-name order)::
         compares: [NoisyHead, ridge]          # with a precondition: the arms the claim compares ...
         gate_reads: [the N grid]              # ... and what the precondition reads: never one of them
 
-Two kinds of claim. A **reproduction** tests a statement of the paper on data this build produced;
-only reproductions count as the paper's claims. A **check** is true by our construction or is a
+Three kinds of claim. A **reproduction** tests a statement of the paper on data this build produced;
+only reproductions count as the paper's claims. An **extension** tests the paper's own words (its
+premise or mechanism, quoted and placed like a reproduction's) on data built for the test, not on
+the paper's experiment: a mechanism study, counted apart from the reproductions on the page and the
+dashboard, and run through the same trials. A **check** is true by our construction or is a
 target we set; it guards the book, not the paper. Every claim ends in one of four verdicts
 (:mod:`privtrans.book.verdicts`): held, contradicted, inconclusive, not judged, and the reason is
 built from the recorded numbers (the interval, n, margin, the compared values), never written in
@@ -100,7 +103,8 @@ FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": 
 # simpleeval refuses module objects; the predicates need math's functions and constants only
 MATH = SimpleNamespace(**{k: getattr(math, k) for k in dir(math) if not k.startswith("_")})
 REQUIRED = ("id", "paper_item", "kind", "statement", "paper_value", "notebook", "value")
-KINDS = ("reproduction", "check")
+KINDS = ("reproduction", "extension", "check")
+QUOTED = ("reproduction", "extension")  # the kinds that test the paper's words: quoted, placed, put on trial
 TESTS = ("predicate", "interval")  # exactly one decides the verdict
 ALLOWED = set(REQUIRED) | set(TESTS) | {
     "quote", "quote_en", "where", "kind_why", "margin", "band", "need", "effect", "lost_seeds", "paper_test",
@@ -162,7 +166,7 @@ def _problems(c: dict) -> list[str]:
         if inputs is not None and not (isinstance(inputs, dict) and inputs
                                        and all(isinstance(k, str) and "." in k and isinstance(v, str) for k, v in inputs.items())):
             out.append("has paper_inputs that are not a mapping of recorded values (notebook.key) to expressions")
-        if c.get("kind") == "reproduction" and not c.get("exact"):
+        if c.get("kind") in QUOTED and not c.get("exact"):
             out.append("is a predicate reproduction without `exact` (why its values carry no noise: a count, a "
                        "closed form, a ratio of exact counts); a noisy value is judged with an interval")
     if c.get("precondition"):
@@ -175,12 +179,13 @@ def _problems(c: dict) -> list[str]:
                 out.append(f"has a precondition that reads the arms it gates: {both}")
     elif "compares" in c or "gate_reads" in c:
         out.append("has compares or gate_reads without a precondition")
-    if c.get("kind") == "reproduction":
+    if c.get("kind") in QUOTED:
         q = c.get("quote")
         if not q or not (isinstance(q, str) or (isinstance(q, list) and all(isinstance(x, str) and x for x in q))):
-            out.append("is a reproduction without the paper's words (quote: a string or a list of strings)")
+            out.append(f"is a{'n' * (c['kind'] == 'extension')} {c['kind']} without the paper's words (quote: a "
+                       "string or a list of strings)")
         if not c.get("where"):
-            out.append("is a reproduction without where its quote stands (where)")
+            out.append(f"is a{'n' * (c['kind'] == 'extension')} {c['kind']} without where its quote stands (where)")
     if "erratum" in c and not (has_paper_numbers(c) and isinstance(c["erratum"], str) and c["erratum"].strip()):
         out.append("has an erratum but no paper numbers (paper_test or paper_inputs) for it to be about, or an "
                    "empty one")
@@ -480,7 +485,8 @@ def explained(ex: dict) -> bool:
 
 
 def tally(rows: list[dict]) -> dict:
-    """Counts per kind: {'reproduction': {'held', 'contradicted', 'inconclusive', 'not_judged', 'total'}, ...}."""
+    """Counts per kind: {'reproduction': {'held', 'contradicted', 'inconclusive', 'not_judged', 'total'},
+    'extension': {...}, 'check': {...}}."""
     out = {}
     for kind in KINDS:
         counts = verdicts.tally([r.get("verdict", verdicts.NOT_JUDGED) for r in rows if r.get("kind") == kind])
@@ -537,9 +543,11 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
     ``stability``: {claim id: (verdict, reason, seed)} of the same claims built at a disjoint seed set
     (``make stability``), shown beside each verdict when that build exists."""
     t = tally(rows)
-    rep, chk = t["reproduction"], t["check"]
+    rep, ext, chk = t["reproduction"], t["extension"], t["check"]
+    study = (f"; of {ext['total']} claims of a mechanism study (the paper's premise tested on data built for it, "
+             f"counted apart from the reproductions), {counts_line(ext)}" if ext["total"] else "")
     lines = [f"Built at profile **{profile}**: of the paper's {rep['total']} claims reproduced here, "
-             f"{counts_line(rep)}; of {chk['total']} checks of our own construction, {counts_line(chk)}."]
+             f"{counts_line(rep)}{study}; of {chk['total']} checks of our own construction, {counts_line(chk)}."]
     powered = [r for r in rows if r.get("kind") == "reproduction" and (r.get("trials") or {}).get("paper_held") is not None]
     if powered:
         from .trials import LOW_POWER, low_power
@@ -549,8 +557,12 @@ def markdown_table(rows: list[dict], profile: str, stability: dict | None = None
                      f"spread, the reversal, a lost seed): of the {len(powered)} whose power at the paper's effect "
                      f"could be computed, {len(weak)} hold it less than {LOW_POWER:.0%} of the time at these seeds, "
                      f"so their verdicts say little either way.")
-    for kind, title in (("reproduction", "The paper's claims"), ("check", "Checks of this book's construction")):
+    for kind, title in (("reproduction", "The paper's claims"),
+                        ("extension", "Mechanism study: the paper's premise on data built for it (not reproductions)"),
+                        ("check", "Checks of this book's construction")):
         sub = [r for r in rows if r.get("kind") == kind]
+        if kind == "extension" and not sub:
+            continue
         head = "| Paper item | The paper says | Our test | Paper (cited) | This reproduction | Verdict and why |"
         if stability is not None:
             head += " At the stability seeds |"

@@ -381,21 +381,47 @@ def pgd_variant(loss: str, radius: float) -> str:
 
 
 def table12_pgd(runs: pd.DataFrame, radii) -> dict:
-    """``runs``: (task, variant, seed, accuracy, delta_norm) for the variants ``pgd_variant(loss, r)``
-    of the losses CE and RSL at every radius r in ``radii``."""
-    seeds = _seeds(runs)
+    """``runs``: (task, variant, seed, accuracy, delta_norm[, lr]) for the variants ``pgd_variant(loss,
+    r)`` of the losses CE and RSL at every radius r in ``radii``; each variant's rate is recorded
+    (``learning_rates``) when ``runs`` has an ``lr`` column (each (loss, R) chooses its own)."""
     radii = sorted(float(r) for r in radii)
     norms = runs.groupby("variant").delta_norm.mean().to_dict()
-    return {"seeds": seeds, "radii": radii,
-            "accuracy": _variant_means(runs),
+    return {**_variants(runs), "radii": radii,
             "delta_norm": {k: num(v) for k, v in norms.items()},
             "rsl_minus_ce_small_r": _variant_gap(runs, pgd_variant("rsl", radii[0]), pgd_variant("ce", radii[0])),
             "ce_minus_rsl_large_r": _variant_gap(runs, pgd_variant("ce", radii[-1]), pgd_variant("rsl", radii[-1]))}
 
 
 def table9_pretraining(runs: pd.DataFrame) -> dict:
-    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting."""
+    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting.
+    ``small_cls_minus_mae``: the narrower CLS backbone against the full-width MAE one (App. C.4: CLS
+    T-ViT-B beats MAE T-ViT-L)."""
     r = runs.rename(columns={"backbone": "variant"})
     return {"seeds": _seeds(r), "accuracy": _variant_means(r), "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
+            "small_cls_minus_mae": _variant_gap(r, "CLS-small", "MAE"),
             "larger_minus_smaller": _variant_gap(r, "CLS", "CLS-small"),
             "more_data_minus_cls": _variant_gap(r, "CLS+", "CLS")}
+
+
+def shard_tuning(grids: dict) -> dict:
+    """``grids``: {table: one row per candidate (task, method, shards, lr, n_seeds, chosen, at_edge;
+    ``selection.shard_tuned`` or ``selection.validation_choice``)}. Per table and arm: the rates
+    tried, the most candidates of one (task, N), the validation seeds, the rate chosen per task and
+    N and the cells whose choice sits at an edge of the grid; per table, whether every arm had as
+    many candidates (``equal_candidates``)."""
+    arms, equal = {}, {}
+    for table, df in grids.items():
+        counts = {}
+        for m, d in df.groupby("method", sort=False):
+            shards = d["shards"] if "shards" in d else pd.Series([None] * len(d), index=d.index)
+            cell = [f"{t}" + ("" if n is None or (isinstance(n, float) and math.isnan(n)) else f" N={int(n)}")
+                    for t, n in zip(d.task, shards)]
+            d = d.assign(cell=cell)
+            counts[m] = int(d.groupby("cell").size().max())
+            ch = d[d.chosen]
+            arms[f"{table}: {m}"] = {"rates": sorted(float(x) for x in set(d.lr)), "candidates": counts[m],
+                                     "validation_seeds": int(d.n_seeds.max()),
+                                     "chosen": {c: float(lr) for c, lr in zip(ch.cell, ch.lr)},
+                                     "at_edge": sorted(ch.cell[ch.at_edge.astype(bool)].tolist())}
+        equal[table] = len(set(counts.values())) == 1
+    return {"arms": arms, "equal_candidates": equal}

@@ -68,7 +68,7 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
         rows = claims.evaluate(ch, doc, results, profile, root)
         by_id, env = {c["id"]: c for c in doc["claims"]}, claims.environment(results)
         for r in rows:  # every reproduction's own test, run on a null, the paper's effect, a reversal, a lost seed
-            if r["kind"] == "reproduction":
+            if r["kind"] in claims.QUOTED:
                 r["trials"] = trials.run(ch, by_id[r["id"]], r, env, root).as_dict()
         stab = None
         if other is not None:
@@ -125,11 +125,20 @@ def chapter_rows(summary: dict) -> list[dict]:
         t = claims.tally(mine)
         rows.append({"chapter": ch, "notebooks": len(nbs), "ok": sum(n["status"] == "ok" for n in nbs),
                      **{f"rep_{k}": v for k, v in t["reproduction"].items()},
+                     **{f"ext_{k}": v for k, v in t["extension"].items()},
                      **{f"check_{k}": v for k, v in t["check"].items()},
                      "low_power": len(trials.low_power(mine)),
                      "trials_failed": sum(not (c.get("trials") or {}).get("passed", True) for c in mine),
                      "minutes": sum(n["seconds"] or 0 for n in nbs) / 60})
     return rows
+
+
+def study_cell(row: dict) -> str:
+    """A chapter's mechanism-study claims (kind extension) for the dashboard: '2 held, 1 contradicted,
+    0 inconclusive, 1 not judged of 4', or '–' where the chapter has none."""
+    if not row.get("ext_total"):
+        return "–"
+    return f"{claims.counts_line({k[4:]: v for k, v in row.items() if k.startswith('ext_')})} of {row['ext_total']}"
 
 
 def dashboard_figure(rows: list[dict], path: Path):
@@ -258,17 +267,21 @@ def write_status_page(root: Path, summary: dict):
              "a null, the paper's effect at the paper's size with this build's spread, the reversed effect and "
              "a lost seed. *Power under 50 %* counts the reproductions whose test would hold the paper's own "
              f"effect less than half the time at this build's seeds: their verdicts say little either way.", "",
+             "A mechanism study (an *extension*) tests the paper's own premise on data built for the test, "
+             "not the paper's experiment: its claims are counted apart, in their own column, never among "
+             "the paper's claims above.", "",
              "| Chapter | Notebooks run | Held | Contradicted | Inconclusive | Not judged | Power under 50 % "
-             "| Checks held | Minutes |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| Mechanism study | Checks held | Minutes |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["notebooks"]:
-            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | | | |")
+            lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | | | | |")
             continue
         failed = f" ({r['trials_failed']} trials failed)" if r["trials_failed"] else ""
         lines.append(f"| {{doc}}`/book/{r['chapter']}` | {r['ok']} / {r['notebooks']} | {r['rep_held']} | "
                      f"{r['rep_contradicted']} | {r['rep_inconclusive']} | {r['rep_not_judged']} | "
-                     f"{r['low_power']}{failed} | {r['check_held']} / {r['check_total']} | {r['minutes']:.1f} |")
+                     f"{r['low_power']}{failed} | {study_cell(r)} | {r['check_held']} / {r['check_total']} | "
+                     f"{r['minutes']:.1f} |")
     if forest.draw(summary["claims"], out / "forest.png", with_chapter=True):
         lines += ["", "Every chapter's comparison claims on one scale:", "", forest.directive().rstrip()]
     lines += discrepancies.landing_lines(summary)
