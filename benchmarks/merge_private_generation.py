@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/merge_private_generation.py [--length 64] [--vocab 768] [--all] [--encdec]
 
 Prints, per variant: loopback seconds, bytes and rounds per party, rounds per generated token, and
-the ratios against vanilla, beside the closed-form byte count (privtrans.shared.mpc.cost_model).
+the ratios against vanilla, beside the closed-form byte count (privtrans.shared.mpc.closed_form_cost).
 Bytes and rounds are exact and machine-independent; seconds are loopback (latency-bound).
 """
 
@@ -17,7 +17,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def main():
-    from privtrans.shared.mpc import cost_model
+    from privtrans.shared.mpc import closed_form_cost
     from privtrans.merge import cost_experiments as experiments
     from privtrans.shared.models.plain_gpt import VARIANTS
 
@@ -59,7 +59,7 @@ def main():
           f"{'time ratio':>11}{'byte ratio':>11}{'closed-form bytes':>19}")
     for v in variants:
         r = tot.loc[v]
-        cf = cost_model.generation_cost(shape, v)["Total"]["bytes"]
+        cf = closed_form_cost.generation_cost(shape, v)["Total"]["bytes"]
         print(f"{v:<20}{r.seconds:>9.2f}{r.bytes / 2**20:>11.2f}{r.rounds:>9.0f}{r.rounds / n_new:>11.1f}"
               f"{base.seconds / r.seconds:>10.2f}x{r.bytes / base.bytes:>11.3f}{cf / 2**20:>15.2f} MiB")
     print("time ratio = vanilla seconds / variant seconds; byte ratio = variant bytes / vanilla bytes")
@@ -67,7 +67,7 @@ def main():
         # every variant reveals n_new tokens through CrypTen's argmax over V (the same bytes whether
         # batched at the end, ER, or one row per step); the paper's timed MERGE graph stops at the
         # LM-head logits and runs no argmax, so its Table 2 leaves this cost out
-        argmax = cost_model.rowop_cost("argmax", n_new, a.vocab)[0]
+        argmax = closed_form_cost.rowop_cost("argmax", n_new, a.vocab)[0]
         m = tot.loc["merge"]
         speed = base.seconds / m.seconds
         saved = experiments.byte_saving(base.bytes, m.bytes)

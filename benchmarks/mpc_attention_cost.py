@@ -12,7 +12,7 @@ import argparse
 import pandas as pd
 
 from privtrans.mpc_attention import attention
-from privtrans.mpc_attention import cost, spu
+from privtrans.mpc_attention import normaliser_cost, spu
 
 
 def main(argv=None):
@@ -20,10 +20,10 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ns", type=int, nargs="+", default=[32, 128])
     a = ap.parse_args(argv)
-    closed = cost.closed_form(a.ns, a.heads).assign(parties="2PC closed form")
+    closed = normaliser_cost.closed_form(a.ns, a.heads).assign(parties="2PC closed form")
     frames = [closed]
     for parties in (2, 3):
-        df = cost.measure(a.ns, a.heads, parties=parties, reps=1, timeout=600)
+        df = normaliser_cost.measure(a.ns, a.heads, parties=parties, reps=1, timeout=600)
         frames.append(df.assign(parties=f"{parties}PC measured")[closed.columns.tolist()])
     for protocol in spu.PROTOCOLS:
         rows = spu.normaliser_cost(list(attention.ATTENTIONS), a.ns, a.heads, 0, protocol)

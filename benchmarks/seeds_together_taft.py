@@ -1,4 +1,4 @@
-"""Issue 21, the TAFT chapter: k seeds of one fine-tuning configuration trained together
+"""The TAFT chapter: k seeds of one fine-tuning configuration trained together
 (``finetune.fit_together``, one vmapped stack) against one seed and against k seeds one after
 another (``finetune.fit``), on the ci profile's backbone and task (``settings("taft", "cost", "ci")``:
 the ViT-64 backbone from the run cache, pretrained on a miss, and the digits task's cached features).

@@ -2,7 +2,7 @@
 and of inference, at batch 1 and 32, fed from images or from cached features of the frozen blocks.
 
 Uses the chapter's backbone from the run cache (pretrained on a miss, about 30 s) and
-privtrans.taft.cost, the same code as the Table 8 notebook; one torch thread; the ratios come from
+privtrans.taft.tangent_cost, the same code as the Table 8 notebook; one torch thread; the ratios come from
 one run, interleaved, so load on the machine affects both sides alike. Prints a table; no targets
 (the chapter's claims judge them).
 
@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from privtrans.book.profiles import settings
-from privtrans.taft import cost, experiments as X
+from privtrans.taft import tangent_cost, experiments as X
 
 
 def main():
@@ -26,7 +26,7 @@ def main():
     cfg = settings("taft", "cost", "ci")
     bench = X.Bench(cfg["backbone"], cfg["backbone_seed"], cfg["task_cfg"], cfg["train_per_class"])
     task = bench.task(cfg["task"])
-    t = pd.DataFrame(cost.table(bench.vit, task.x_train, task.y_train, task.classes, (1, 32), args.repeats))
+    t = pd.DataFrame(tangent_cost.table(bench.vit, task.x_train, task.y_train, task.classes, (1, 32), args.repeats))
     wide = t.pivot_table(index=["phase", "batch", "feed"], columns="method", values="seconds")
     wide["TAFT / NLFT"] = wide.TAFT / wide.NLFT
     with pd.option_context("display.float_format", "{:.3g}".format):

@@ -16,6 +16,23 @@ IGNORE = shutil.ignore_patterns(".venv", ".venv-spu", "_build", "_executed", "_g
 
 
 @pytest.fixture
+def root(tmp_path, monkeypatch):
+    """An empty book root (PRIVTRANS_ROOT) for the machinery's tests: a config and an empty library."""
+    (tmp_path / "_config.yml").write_text("title: t\n")
+    (tmp_path / "lib" / "privtrans").mkdir(parents=True)
+    monkeypatch.setenv("PRIVTRANS_ROOT", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def rng():
+    """A seeded numpy generator, fresh for each test (the DP-ICL tests draw their problems from it)."""
+    import numpy as np
+
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture
 def dry_run():
     """The dry run switched on (privtrans.book.dry, a fresh tally) for one test, off after it; yields
     the module, whose ``report`` gives the tally."""

@@ -13,22 +13,22 @@ import os
 import pytest
 import torch
 
-from privtrans.book import device as D
+from privtrans.book import device
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no cuda device here")
 
 
 def test_pick_device_follows_the_environment(monkeypatch):
     monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")
-    assert D.pick_device() == torch.device("cpu")
+    assert device.pick_device() == torch.device("cpu")
     monkeypatch.delenv("PRIVTRANS_DEVICE")
-    assert D.pick_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert device.pick_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def test_resolve_takes_the_given_device_else_the_picked_one(monkeypatch):
     monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")
-    assert D.resolve(None) == torch.device("cpu")
-    assert D.resolve("meta") == torch.device("meta")
+    assert device.resolve(None) == torch.device("cpu")
+    assert device.resolve("meta") == torch.device("meta")
 
 
 @pytest.fixture
@@ -48,12 +48,12 @@ def test_a_session_on_a_gpu_asks_for_deterministic_kernels(monkeypatch, kernels_
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     monkeypatch.setenv("PRIVTRANS_DEVICE", "cpu")
     torch.use_deterministic_algorithms(False)
-    assert D.deterministic() is False and not torch.are_deterministic_algorithms_enabled()
+    assert device.deterministic() is False and not torch.are_deterministic_algorithms_enabled()
     monkeypatch.setenv("PRIVTRANS_DEVICE", "cuda")
     session.seed_everything(0)
     assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
     assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
-    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == D.CUBLAS_WORKSPACE
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == device.CUBLAS_WORKSPACE
 
 
 def _close(a: dict, b: dict, atol=2e-4, rtol=2e-3):
@@ -65,11 +65,11 @@ def _close(a: dict, b: dict, atol=2e-4, rtol=2e-3):
 
 def _mpc_task():
     from privtrans.book import profiles
-    from privtrans.mpc_attention import experiments as X
+    from privtrans.mpc_attention import experiments
 
     s = profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"]
-    task = X.load_task("mr2", s, 0)
-    return s, task, X.model_config(task, s)
+    task = experiments.load_task("mr2", s, 0)
+    return s, task, experiments.model_config(task, s)
 
 
 @cuda
@@ -107,7 +107,7 @@ def test_taft_fine_tunes_on_cuda_equal_the_cpu(together):
     """Compared by what the models predict, not parameter by parameter: the key bias of attention is
     a direction the loss cannot see (softmax ignores a shift shared by all keys), so its gradient is
     rounding noise, which Adam scales to steps of size lr on either device (measured on an H100:
-    ``qkv.delta.bias`` differs while the predictions agree; tests/test_taft_together.py has the
+    ``qkv.delta.bias`` differs while the predictions agree; tests/test_taft_finetune.py has the
     same note)."""
     FT, vit, x, y = _taft()
     spec = FT.FitSpec(method="taft", tuned=1, lr=1e-2, epochs=2, batch=16, decay_at=(1,), wd=0.0)
@@ -142,8 +142,8 @@ def test_taft_dp_fit_on_cuda_equals_the_cpu():
 @cuda
 @pytest.mark.parametrize("scheme", ["cls", "mae"])
 def test_taft_pretraining_on_cuda_equals_the_cpu(scheme, monkeypatch):
-    from privtrans.taft import pretrain as P
+    from privtrans.taft import pretrain
 
-    spec = P.PretrainSpec(epochs=1, batch=1024, dim=8, depth=1, heads=2, scheme=scheme)
-    got = {dev: P.pretrain(spec, 0, device=dev) for dev in ("cpu", "cuda")}
+    spec = pretrain.PretrainSpec(epochs=1, batch=1024, dim=8, depth=1, heads=2, scheme=scheme)
+    got = {dev: pretrain.pretrain(spec, 0, device=dev) for dev in ("cpu", "cuda")}
     _close(got["cpu"].state, got["cuda"].state, atol=1e-3, rtol=1e-2)

@@ -1,9 +1,12 @@
-"""Every chapter's claims file against the schema, the paper's own numbers, and the null tests."""
+"""privtrans.book.claims: every chapter's claims file against the schema, the paper's own numbers and the null
+tests; claims judged in a book root of their own, with computed reasons, and the claims page the pipeline's
+report writes from them (stale results, the stability build)."""
 
 from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 from privtrans.book import claims, paper_values
 from privtrans.book.chapters import KEYS
 from privtrans.book.paper_values import PaperValueError, lookup
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -294,6 +298,168 @@ def test_an_unsourced_paper_number_is_caught():
     assert unsourced_numbers("HIT@10 (%) 11.29 / 14.31 vs 8.69", nums) == ["11.29"]
     assert unsourced_numbers("HIT@10 (%) 11.13 / 14.31 vs 8.69 (+28%, derived: 11.13 / 8.69 − 1 = 0.281)", nums) == []
     assert unsourced_numbers("as §4.2 and (5.3) say, 0.1113", nums) == []  # a reference; a fraction of 11.13 %
+
+
+def _write_claims(root, text):
+    d = root / "data" / "dp_icl"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "claims.yaml").write_text(text)
+
+
+CLAIMS = """
+paper: "A paper"
+claims:
+  - {id: a, paper_item: "Fig 1", kind: reproduction, quote: "it rises", where: "§1", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 0", exact: "a count"}
+  - {id: b, paper_item: "Fig 2", kind: reproduction, quote: "it rises a lot", where: "§2", statement: s, paper_value: 1, notebook: nb1, value: "nb1.x", predicate: "nb1.x > 5", exact: "a count",
+     reading: "too small at ci", reading_value: "nb1.x"}
+  - {id: c, paper_item: "Fig 3", kind: check, kind_why: "ours", statement: s, paper_value: 1, notebook: nb2, value: "nb2.y", predicate: "nb2.y"}
+  - {id: d, paper_item: "Fig 4", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.missing", predicate: "nb1.missing", exact: "a count"}
+  - {id: e, paper_item: "Fig 5", kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, value: "nb1.d.k", predicate: "nb1.d.k == 2", exact: "a count",
+     profiles: [ci, paper]}
+"""
+
+
+def test_claims_are_judged_with_computed_reasons(root):
+    _write_claims(root, CLAIMS)
+    doc = claims.load("dp_icl", root)
+    results = {"nb1": {"profile": "smoke", "values": {"x": 2.0, "d": {"k": 2}}}}
+    rows = {r["id"]: r for r in claims.evaluate("dp_icl", doc, results, "smoke")}
+    assert rows["a"]["verdict"] == "held" and rows["a"]["held"] is True and rows["a"]["value"] == 2.0
+    assert rows["a"]["reason"] == "held: nb1.x = 2 > 0 (true)"
+    # the reason names the recorded number, not a sentence written before the build
+    assert rows["b"]["verdict"] == "contradicted" and rows["b"]["held"] is False
+    assert rows["b"]["reason"] == "contradicted: nb1.x = 2 > 5 (false)"
+    assert rows["b"]["reading"] == "too small at ci" and rows["b"]["reading_value"] == 2.0
+    assert rows["c"]["held"] is None and "has not run" in rows["c"]["reason"]
+    assert rows["d"]["verdict"] == "not judged" and "cannot evaluate" in rows["d"]["reason"]
+    assert rows["e"]["held"] is None and "not judged at profile 'smoke'" in rows["e"]["reason"]
+    assert rows["a"]["quote"] == ["it rises"] and rows["a"]["where"] == "§1"
+    table = claims.markdown_table(list(rows.values()), "smoke")
+    assert ("of the paper's 4 claims reproduced here, 1 held, 1 contradicted, 0 inconclusive, 2 not judged"
+            in table)
+    assert "of 1 checks of our own construction, 0 held, 0 contradicted, 0 inconclusive, 1 not judged" in table
+    assert "“it rises” (§1)" in table and "Our reading: too small at ci (recorded: 2)" in table
+    assert table.count("\n| ") == 2 + 5, "two tables: two header rows, 4 reproductions and 1 check"
+    assert rows["a"]["kind"] == "reproduction" and rows["a"]["seeds"] == [None]
+
+
+def test_a_failed_precondition_is_not_judged_with_its_reason(root):
+    extra = ("  - {id: f, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, "
+             "value: nb1.x, predicate: 'nb1.x > 5', exact: 'a count', precondition: 'nb1.best > nb1.floor', "
+             "precondition_why: 'every model ends at the floor', compares: [x], gate_reads: [best, floor]}\n")
+    _write_claims(root, CLAIMS + extra)
+    doc = claims.load("dp_icl", root)
+    res = {"nb1": {"profile": "ci", "seed": 3, "values": {"x": 2.0, "best": 0.1, "floor": 0.1, "seeds": [3, 4]}}}
+    (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
+    assert row["verdict"] == "not judged"
+    assert row["reason"] == ("not judged: the setting cannot show the effect (every model ends at the floor): "
+                             "nb1.best = 0.1 > nb1.floor = 0.1 (false)")
+    assert row["seeds"] == [3, 4]
+    res["nb1"]["values"]["best"] = 0.2
+    (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "ci") if r["id"] == "f"]
+    assert row["verdict"] == "contradicted"
+
+
+def test_a_claim_value_holding_recorded_dicts_is_plain_json(root):
+    extra = ("  - {id: g, paper_item: G, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, notebook: nb1, "
+             "value: \"{'by': nb1.d, 'both': [nb1.d, nb1.x]}\", predicate: 'nb1.d.k > 1', exact: 'a count'}\n")
+    _write_claims(root, CLAIMS + extra)
+    doc = claims.load("dp_icl", root)
+    res = {"nb1": {"profile": "smoke", "values": {"x": 2.0, "d": {"k": 2, "e": {"f": 1}}}}}
+    (row,) = [r for r in claims.evaluate("dp_icl", doc, res, "smoke") if r["id"] == "g"]
+    assert row["held"] is True
+    assert row["value"] == {"by": {"k": 2, "e": {"f": 1}}, "both": [{"k": 2, "e": {"f": 1}}, 2.0]}
+    json.dumps(row)  # a recorded dict inside the value's own dict or list once broke summary.json
+
+
+def test_a_claim_needs_a_known_kind(root):
+    _write_claims(root, CLAIMS.replace("kind: reproduction", "kind: replication", 1))
+    with pytest.raises(claims.ClaimsFileError, match="allowed values are reproduction, extension, check"):
+        claims.load("dp_icl", root)
+
+
+def test_results_from_another_profile_are_not_judged(root):
+    _write_claims(root, CLAIMS)
+    rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
+                           {"nb1": {"profile": "ci", "values": {"x": 2.0}}}, "paper")
+    assert all(r["held"] is None for r in rows)
+
+
+def test_claims_file_errors_are_clear(root):
+    _write_claims(root, "claims:\n  - {id: a, paper_item: x}\n")
+    with pytest.raises(claims.ClaimsFileError, match="lacks"):
+        claims.load("dp_icl", root)
+
+
+@pytest.mark.parametrize("escape", [
+    "__import__('os')", "().__class__", "nb1.__class__", "nb1.x.__class__.__mro__",
+    "[c for c in ().__class__.__base__.__subclasses__()]", "math.__loader__", "open('/etc/passwd')",
+    "eval('1')", "getattr(nb1, '__dict__')", "nb1._hidden",
+])
+def test_claim_expressions_refuse_imports_and_attribute_escapes(root, escape):
+    _write_claims(root, CLAIMS.replace('predicate: "nb1.x > 0"', f'predicate: "{escape}"'))
+    rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
+                           {"nb1": {"profile": "smoke", "values": {"x": 1, "_hidden": 2}}}, "smoke")
+    assert rows[0]["held"] is None and "cannot evaluate" in rows[0]["reason"], rows[0]
+
+
+def test_claim_expressions_keep_what_the_claims_files_use(root):
+    env = {"nb": claims._namespace({"x": [1.0, 2.0], "d": {"merge": 0.25}, "flag": True})}
+    assert claims.expression("all(v > 0 for v in nb.x) and nb.flag", env) is True
+    assert claims.expression("abs(math.log(nb.d.merge) - math.log(0.25)) < 1e-12", env) is True
+    assert claims.expression("f'{nb.x[-1]:.1f} ' + ', '.join(f'{v:.0f}x' for v in nb.x)", env) == "2.0 1x, 2x"
+    assert claims.expression("{'a': [round(100 * v, 1) for v in nb.x]}", env) == {"a": [100.0, 200.0]}
+
+
+def test_stale_results_of_notebooks_that_did_not_run_decide_nothing(root):
+    from privtrans.book.pipeline import report
+
+    _write_claims(root, CLAIMS)
+    out = root / "book" / "_generated" / "dp_icl" / "nb1"
+    out.mkdir(parents=True)
+    (out / "results.json").write_text(json.dumps({"profile": "smoke", "values": {"x": 2.0}}))
+    judged = {r["id"]: r for r in report.judge_claims(root, "smoke", {("dp_icl", "nb1")})}
+    assert judged["a"]["held"] is True
+    stale = {r["id"]: r for r in report.judge_claims(root, "smoke", set())}
+    assert stale["a"]["held"] is None and "has not run" in stale["a"]["reason"]
+    assert "4 claims reproduced here, 0 held" in (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
+
+
+def test_the_stability_build_is_shown_beside_each_verdict(root):
+    from privtrans.book.pipeline import report
+
+    _write_claims(root, CLAIMS)
+    out = root / "book" / "_generated" / "dp_icl" / "nb1"
+    out.mkdir(parents=True)
+    (out / "results.json").write_text(json.dumps({"profile": "smoke", "values": {"x": 2.0}}))
+    other = {"profile": "smoke", "seed": 100, "claims": [
+        {"chapter": "dp_icl", "id": "a", "kind": "reproduction", "verdict": "contradicted", "reason": "r"}]}
+    path = report.stability_path(root)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(other))
+    rows = {r["id"]: r for r in report.judge_claims(root, "smoke", {("dp_icl", "nb1")}, seed=0)}
+    assert rows["a"]["stability"] == {"seed": 100, "verdict": "contradicted", "cells": None} and "stability" not in rows["b"]
+    page = (root / "book" / "_generated" / "dp_icl" / "claims.md").read_text()
+    assert "At the stability seeds" in page and "**contradicted** (seed 100)" in page
+    lines = report.stability_lines({"seed": 0, "claims": [dict(rows["a"], kind="reproduction")]})
+    assert "0 of 1 reproductions keep their verdict" in lines[1]
+    assert any("dp_icl/a | held | contradicted (a defect to explain)" in ln for ln in lines)
+    # a stability build at the book's own seed, or another profile, is not shown
+    assert "stability" not in report.judge_claims(root, "smoke", {("dp_icl", "nb1")}, seed=100)[0]
+
+
+def test_a_value_that_could_not_be_computed_is_not_judged_and_says_so(root):
+    _write_claims(root, CLAIMS)
+    rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
+                           {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
+    assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]
+
+
+def test_a_predicate_that_is_none_is_not_judged(root):
+    _write_claims(root, CLAIMS.replace('predicate: "nb1.x > 0"', 'predicate: "nb1.x and nb1.x > 0"'))
+    rows = claims.evaluate("dp_icl", claims.load("dp_icl", root),
+                           {"nb1": {"profile": "smoke", "values": {"x": None}}}, "smoke")
+    assert rows[0]["held"] is None and "not computed" in rows[0]["reason"]
 
 
 # ------------------------------------------------------------------------------------ mechanism studies

@@ -359,7 +359,7 @@ def test_hit_orderings_gain_by_eps_and_convergence_by_hand():
 
 
 def test_ties_of_quantised_readings_are_not_contradicted():
-    """Issue 19: both methods reach the pair's common target at the same evaluation (every 2 epochs) at every
+    """Both methods reach the pair's common target at the same evaluation (every 2 epochs) at every
     (ε, seed), and hit the same number of the N users at every seed. The readings cannot show a
     difference below one step (2 epochs; 1/N), so the intervals carry that resolution: the claims come
     out inconclusive, where the zero-width interval [0, 0] had called them contradicted."""

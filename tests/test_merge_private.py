@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from privtrans.merge import private as P
+from privtrans.merge import private
 from privtrans.merge.train import Trained
-from privtrans.shared.mpc import cost_model, parties
+from privtrans.shared.mpc import closed_form_cost, parties
 
 SIZES = dict(vocab_size=16, d_model=8, n_heads=2, n_layers=1, max_len=8)
 PROMPTS, N_NEW = [[3, 7, 1], [5, 2]], 3
@@ -29,7 +29,7 @@ def _models():
 @pytest.fixture(scope="module")
 def run():
     models = _models()
-    return models, P.private_vs_plain(models, PROMPTS, N_NEW, timeout=240)
+    return models, private.private_vs_plain(models, PROMPTS, N_NEW, timeout=240)
 
 
 def test_private_tokens_are_the_plaintext_greedy_tokens(run):
@@ -75,17 +75,17 @@ def _logits(*rows):
 def test_agreement_tells_a_near_tie_from_a_fault():
     ref = [_logits([10.0, 2.0, 0.0], [5.0, 4.99, 0.0])]  # step 1: top-2 gap 0.01 <= 2 * 1 % of 5
     # the private run flips the near tie at step 1: allowed, and reported as a near tie
-    a = P.agreement([[0, 1]], [_logits([10.0, 2.0, 0.0], [4.99, 5.0, 0.0])], ref)
+    a = private.agreement([[0, 1]], [_logits([10.0, 2.0, 0.0], [4.99, 5.0, 0.0])], ref)
     assert a["n_faults"] == 0 and a["n_near_ties"] == 1 and a["near_ties"][0]["step"] == 1
     assert a["min_gap"] == pytest.approx(0.01) and a["max_err_over_tol"] == pytest.approx(0.2)
     # another token where the gap is clear (8 at step 0) is a fault, whatever the logits say
-    a = P.agreement([[1, 0]], [_logits([10.0, 2.0, 0.0], [5.0, 4.99, 0.0])], ref)
+    a = private.agreement([[1, 0]], [_logits([10.0, 2.0, 0.0], [5.0, 4.99, 0.0])], ref)
     assert a["n_faults"] == 1 and a["faults"][0]["step"] == 0 and a["faults"][0]["plain_argmax"] == 0
     # a logit off by more than 1 % of the step's largest is a fault even with the right token
-    a = P.agreement([[0, 0]], [_logits([10.0, 2.5, 0.0], [5.0, 4.99, 0.0])], ref)
+    a = private.agreement([[0, 0]], [_logits([10.0, 2.5, 0.0], [5.0, 4.99, 0.0])], ref)
     assert a["n_faults"] == 1 and a["faults"][0]["err"] == pytest.approx(0.5) and a["max_err_over_tol"] == pytest.approx(5)
     with pytest.raises(ValueError, match=r"prompt 0: 2 tokens, private logits \(1, 3\)"):
-        P.agreement([[0, 0]], [_logits([10.0, 2.0, 0.0])], ref)
+        private.agreement([[0, 0]], [_logits([10.0, 2.0, 0.0])], ref)
 
 
 def test_metered_cost_equals_the_closed_form_model(run):
@@ -93,8 +93,8 @@ def test_metered_cost_equals_the_closed_form_model(run):
     _, res = run
     for v, r in res.items():
         for p, meter in zip(PROMPTS, r["meter"]):
-            shape = cost_model.Shape(vocab=16, d=8, layers=1, heads=2, prefix=len(p), n_new=N_NEW)
-            model = cost_model.generation_cost(shape, v)
+            shape = closed_form_cost.Shape(vocab=16, d=8, layers=1, heads=2, prefix=len(p), n_new=N_NEW)
+            model = closed_form_cost.generation_cost(shape, v)
             for group, m in model.items():
                 got = meter.get(group, {"bytes": 0, "rounds": 0})
                 assert (got["bytes"], got["rounds"]) == (m["bytes"], m["rounds"]), (v, len(p), group)
@@ -107,7 +107,7 @@ def test_metered_cost_equals_the_closed_form_model(run):
 
 def test_cost_table_is_the_mean_per_model(run):
     _, res = run
-    table = P.cost_table(res)
+    table = private.cost_table(res)
     assert list(table.columns) == ["model", "seconds", "rounds", "MiB"]
     assert table["model"].tolist() == ["crypten", "merge"]  # the caller's order, not sorted
     for _, row in table.iterrows():
@@ -127,15 +127,15 @@ def test_cost_table_hand_case():
            "alpha": {"seconds": [5.0], "meter": [meter(7, 2**19)]}}
     want = pd.DataFrame({"model": ["zeta", "alpha"], "seconds": [3.0, 5.0], "rounds": [30.0, 7.0],
                          "MiB": [2.0, 0.5]})
-    pd.testing.assert_frame_equal(P.cost_table(res), want, check_dtype=False)
+    pd.testing.assert_frame_equal(private.cost_table(res), want, check_dtype=False)
 
 
 def test_too_long_prompt_is_refused_before_any_party_starts():
     models = _models()
     with pytest.raises(ValueError, match="a prompt of 7 tokens \\+ 3 new tokens exceeds max_len"):
-        P.private_vs_plain(models, [[1, 2], [1, 2, 3, 4, 5, 6, 7]], 3, timeout=1)
+        private.private_vs_plain(models, [[1, 2], [1, 2, 3, 4, 5, 6, 7]], 3, timeout=1)
     # the shortest max_len of all models is the limit
     short, _ = parties.build_model("merge", dict(SIZES, max_len=4), 0)
     models["short"] = Trained(model=short, variant="merge", decoding="er")
     with pytest.raises(ValueError, match="a prompt of 3 tokens \\+ 3 new tokens exceeds max_len"):
-        P.private_vs_plain(models, [[1, 2, 3]], 3, timeout=1)
+        private.private_vs_plain(models, [[1, 2, 3]], 3, timeout=1)

@@ -16,20 +16,25 @@ import pytest
 
 from privtrans.book import claims
 from privtrans.book.session import _jsonable
-from privtrans.merge import cost_experiments as C
-from privtrans.merge import quality_experiments as Q
-from privtrans.merge import readouts as R
+from privtrans.merge import cost_experiments, quality_experiments, readouts
 from privtrans.merge.train import Trained
 from privtrans.shared.models.plain_gpt import VARIANTS
 
+
 CLAIMS = {c["id"]: c for c in claims.load("merge")["claims"]}
+
+
 #: interval claims fed a null effect through their readout (A = B plus noise for a margin >= 0; for
 #: the one "close to" claim, a difference at its margin plus noise)
 NULL_TESTED = {"table3_single_changes_closer", "table3_merge_recovers_from_er", "table3_merge_close_to_mpcformer",
                "fig5_er_training_resists_noise", "table3_er_without_training_collapses",
                "table3_er_no_train_collapses_ngram", "table3_er_no_train_bartscore_falls",
                "fig1_encoder_nonlinear_dominates", "fig1_generator_time_balanced"}
+
+
 HELD, CONTRADICTED, NOT_JUDGED = "held", "contradicted", "not judged"
+
+
 #: what a null may come out as: it was judged, and not held
 NOT_HELD = ("inconclusive", "contradicted")
 
@@ -44,11 +49,6 @@ def verdict(claim_id: str, values: dict, profile: str = "ci"):
     return row["verdict"], row["value"]
 
 
-# ---------------------------------------------------------------------------------------------
-# cost fixtures: rows as cost_experiments.run_jobs makes them
-# ---------------------------------------------------------------------------------------------
-
-
 def run_rows(job: int, variant: str, groups: dict, arch="gpt", n_new=4, sweep=None, layers=1, kind="generate"):
     """One run: {group: (bytes, seconds, rounds)} plus its Total row."""
     rows = [dict(job=job, kind=kind, variant=variant, n_new=n_new, sweep=sweep, arch=arch, layers=layers,
@@ -60,7 +60,7 @@ def run_rows(job: int, variant: str, groups: dict, arch="gpt", n_new=4, sweep=No
 
 def frame(rows) -> pd.DataFrame:
     df = pd.DataFrame(rows)
-    df["net_seconds"] = C.modelled_time(df["bytes"], df["rounds"])
+    df["net_seconds"] = cost_experiments.modelled_time(df["bytes"], df["rounds"])
     return df
 
 
@@ -110,6 +110,8 @@ def group_times(er_embed=1.0, merge_embed=0.9, merge_linear=54.0, variants=VARIA
 LINK = {"bandwidth_GBps": 2.58, "rtt_ms": 0.70, "residuals_s": {"a": -1.0, "b": 0.5, "c": 0.2},
         "held_out_errors": {"h1": 0.003, "h2": -0.015}, "max_held_out_error": 0.015, "tolerance": 0.1,
         "calibrated": True, "status": "calibrated: every held-out cell predicted within 10%"}
+
+
 UNCALIBRATED = {**LINK, "held_out_errors": {"h1": 0.25, "h2": -0.015}, "max_held_out_error": 0.25,
                 "calibrated": False, "status": "not calibrated: held-out cell h1 predicted +25.0% off"}
 
@@ -123,7 +125,7 @@ def tables12(runs=None, variants=VARIANTS, **kw):
                 t5_vs_paper=side_table(variants, merge=(0.27, 1.7, 95.0)), network_gpt2=net_gpt2, network_t5=net_t5,
                 group_times_gpt2=group_times(), group_times_t5=group_times(merge_linear=45.0), link=LINK)
     args.update(kw)
-    return R.tables12_cost(tables12_runs() if runs is None else runs, list(variants), 4, 4, **args)
+    return readouts.tables12_cost(tables12_runs() if runs is None else runs, list(variants), 4, 4, **args)
 
 
 def test_tables12_values():
@@ -166,7 +168,7 @@ def test_tables12_closed_form_claims_against_the_papers_sizes():
     assert verdict("t2_t5_saves_more_than_gpt", tables12())[0] == CONTRADICTED
     out = tables12(tables12_runs(encdec=lean), t5_vs_paper=side_table(merge=(0.41, 1.7, 95.0)))
     assert verdict("t2_t5_saves_more_than_gpt", out)[0] == CONTRADICTED
-    with pytest.raises(R.MissingResult, match="Linear GiB"):
+    with pytest.raises(readouts.MissingResult, match="Linear GiB"):
         tables12(gpt2_vs_paper=side_table().drop(columns="Linear GiB (closed form)"))
 
 
@@ -195,7 +197,7 @@ def test_tables12_time_claims_follow_the_network_model_not_loopback():
     big = {v: 1.1 for v in VARIANTS} | {"crypten": 1.0, "thex": 2.0, "merge": 7.5}
     assert verdict("t1_baselines_small_speedup", tables12(network_gpt2=big))[0] == CONTRADICTED
     assert verdict("t1_baselines_small_speedup", tables12(network_t5={**big, "merge": 10.5}))[0] == CONTRADICTED
-    with pytest.raises(R.MissingResult, match="network speed-ups at T5"):
+    with pytest.raises(readouts.MissingResult, match="network speed-ups at T5"):
         tables12(network_t5={"crypten": 1.0})
 
 
@@ -220,9 +222,9 @@ def test_table1_embed_time_and_communication_column_claims():
     free = tables12(group_times_gpt2=group_times(er_embed=0.0))
     assert free["embed_time_speedup_only_er_gpt2"] is None
     assert verdict("t1_er_embed_time_cut", free)[0] == NOT_JUDGED
-    with pytest.raises(R.MissingResult, match="only_er"):
+    with pytest.raises(readouts.MissingResult, match="only_er"):
         tables12(group_times_t5={v: g for v, g in group_times().items() if v != "only_er"})
-    with pytest.raises(R.MissingResult, match="Linear"):
+    with pytest.raises(readouts.MissingResult, match="Linear"):
         tables12(group_times_gpt2={v: {"Embed": 1.0, "Softmax": 0.0} for v in VARIANTS})
 
 
@@ -252,14 +254,14 @@ def test_tables12_mm_softmax_cost_fails_the_claim():
 def test_tables12_missing_data_raises():
     # a variant that did not run
     runs = tables12_runs()
-    with pytest.raises(R.MissingResult, match="only_mm"):
+    with pytest.raises(readouts.MissingResult, match="only_mm"):
         tables12(runs[~((runs.variant == "only_mm") & (runs.arch == "encdec"))])
     # a profile without a variant a claim compares
-    with pytest.raises(R.MissingResult, match="thex"):
+    with pytest.raises(readouts.MissingResult, match="thex"):
         tables12(variants=[v for v in VARIANTS if v != "thex"])
     # no Softmax metered anywhere: "MM has no softmax" must not pass by default
     no_soft = {v: {g: x for g, x in groups.items() if g != "Softmax"} for v, groups in TABLES12.items()}
-    with pytest.raises(R.MissingResult, match="Softmax"):
+    with pytest.raises(readouts.MissingResult, match="Softmax"):
         tables12(tables12_runs(gpt=no_soft))
 
 
@@ -278,13 +280,13 @@ def test_tables12_encdec_claimed_variants_only():
     for encdec in (TABLES12, lean):
         runs = tables12_runs(encdec=encdec)
         full = tables12(runs)
-        cut = tables12(runs[(runs.arch == "gpt") | runs.variant.isin(R.ENCDEC_CLAIMED)],
-                       encdec_variants=list(R.ENCDEC_CLAIMED))
+        cut = tables12(runs[(runs.arch == "gpt") | runs.variant.isin(readouts.ENCDEC_CLAIMED)],
+                       encdec_variants=list(readouts.ENCDEC_CLAIMED))
         assert cut["encdec_merge_fastest"] is None and full["encdec_merge_fastest"] is True
         for key in ENCDEC_PER_VARIANT:
-            assert set(cut[key]) == set(full[key]) == set(R.TABLES12_VARIANTS), key
-            for v in R.TABLES12_VARIANTS:
-                if v in R.ENCDEC_CLAIMED:
+            assert set(cut[key]) == set(full[key]) == set(readouts.TABLES12_VARIANTS), key
+            for v in readouts.TABLES12_VARIANTS:
+                if v in readouts.ENCDEC_CLAIMED:
                     assert cut[key][v] == pytest.approx(full[key][v]), (key, v)
                 else:
                     assert cut[key][v] is None, (key, v)
@@ -297,12 +299,12 @@ def test_tables12_encdec_claimed_variants_only():
         assert verdict("t2_encdec_fraction_matches_closed_form", cut)[0] == (HELD if encdec is TABLES12 else CONTRADICTED)
         assert verdict("t2_t5_saves_more_than_gpt", cut)[0] == (HELD if encdec is lean else CONTRADICTED)
     # a profile that does not measure ER+MM (or CrypTen) on the encoder-decoder cannot record the claims' rows
-    with pytest.raises(R.MissingResult, match="merge"):
+    with pytest.raises(readouts.MissingResult, match="merge"):
         tables12(encdec_variants=["crypten", "thex"])
     # a variant listed but not run is missing, as on the GPT
     runs = tables12_runs()
-    with pytest.raises(R.MissingResult, match="merge"):
-        tables12(runs[(runs.arch == "gpt") | (runs.variant == "crypten")], encdec_variants=list(R.ENCDEC_CLAIMED))
+    with pytest.raises(readouts.MissingResult, match="merge"):
+        tables12(runs[(runs.arch == "gpt") | (runs.variant == "crypten")], encdec_variants=list(readouts.ENCDEC_CLAIMED))
 
 
 def _claim_text(c: dict) -> str:
@@ -320,17 +322,12 @@ def test_profiles_measure_every_encdec_variant_a_claim_reads():
         read |= set(re.findall(r"tables12_cost\.(?:%s)\.(\w+)" % "|".join(ENCDEC_PER_VARIANT), text))
         # a comparison over all seven measured rows is None where a profile measures fewer
         assert "encdec_merge_fastest" not in text, c["id"]
-    assert read and read <= set(R.ENCDEC_CLAIMED)
+    assert read and read <= set(readouts.ENCDEC_CLAIMED)
     for profile in ("smoke", "ci", "paper"):
         cfg = profiles.settings("merge", "tables12_cost", profile)
-        assert set(R.ENCDEC_CLAIMED) <= set(cfg["encdec"]["variants"]) <= set(cfg["variants"]), profile
-    assert profiles.settings("merge", "tables12_cost", "ci")["encdec"]["variants"] == list(R.ENCDEC_CLAIMED)
-    assert profiles.settings("merge", "tables12_cost", "paper")["encdec"]["variants"] == list(R.TABLES12_VARIANTS)
-
-
-# ---------------------------------------------------------------------------------------------
-# Figure 1
-# ---------------------------------------------------------------------------------------------
+        assert set(readouts.ENCDEC_CLAIMED) <= set(cfg["encdec"]["variants"]) <= set(cfg["variants"]), profile
+    assert profiles.settings("merge", "tables12_cost", "ci")["encdec"]["variants"] == list(readouts.ENCDEC_CLAIMED)
+    assert profiles.settings("merge", "tables12_cost", "paper")["encdec"]["variants"] == list(readouts.TABLES12_VARIANTS)
 
 
 def fig1_runs(enc_softmax_s=6.0, rounds=None):
@@ -354,11 +351,11 @@ ROUNDS5 = {0: (6.0, 5.0), 1: (6.3, 5.2), 2: (5.8, 4.9), 3: (6.1, 5.1), 4: (5.9, 
 
 def fig1(rounds=ROUNDS5):
     runs = fig1_runs(rounds=rounds)
-    return {**R.fig1_time_breakdown(C.fig1_shares(runs)), **R.fig1_time_rounds(C.fig1_round_shares(runs))}
+    return {**readouts.fig1_time_breakdown(cost_experiments.fig1_shares(runs)), **readouts.fig1_time_rounds(cost_experiments.fig1_round_shares(runs))}
 
 
 def test_fig1_shares_and_claim():
-    out = R.fig1_time_breakdown(C.fig1_shares(fig1_runs()))
+    out = readouts.fig1_time_breakdown(cost_experiments.fig1_shares(fig1_runs()))
     assert out["enc_time_share_softmax_act_norm"] == pytest.approx(7.5 / 10)
     assert out["gen_byte_share_embed_gen"] == pytest.approx(1000 / 1500)
     assert out["enc_byte_share_embed_gen"] == pytest.approx(100 / 1000)  # the encoder has no Gen group
@@ -393,7 +390,7 @@ def test_fig1_time_claims_are_judged_across_timing_rounds():
     assert max(thin["gen_time_share_embed_gen_by_round"]) < 0.25
     assert interval_verdict("fig1_generator_time_balanced", thin) == CONTRADICTED
     # one timing round decides nothing
-    with pytest.raises(R.MissingResult, match="two timing rounds"):
+    with pytest.raises(readouts.MissingResult, match="two timing rounds"):
         fig1({0: (6.0, 5.0)})
 
 
@@ -412,78 +409,45 @@ def test_fig1_null_time_shares_at_the_thresholds_are_not_held():
     for r, e in enumerate(noise):
         enc = pd.Series({"Embed": 0.05, "Linear": 0.25, "Softmax": 0.4 + e, "Norm": 0.2 - e, "Act": 0.1})
         gen = pd.Series({"Embed": 0.05, "Gen": 0.2 + e, "Linear": 0.15, "Softmax": 0.4 - e / 2, "Norm": 0.2 - e / 2})
-        by_round[r] = pd.DataFrame({C.ENCODER: enc, C.GENERATOR: gen}).T.fillna(0.0)
-    out = R.fig1_time_rounds(by_round)
+        by_round[r] = pd.DataFrame({cost_experiments.ENCODER: enc, cost_experiments.GENERATOR: gen}).T.fillna(0.0)
+    out = readouts.fig1_time_rounds(by_round)
     assert out["gen_time_balanced"]["Embed + Gen share − 0.25"]["mean"] == pytest.approx(0.0, abs=0.01)
     assert abs(out["gen_time_balanced"]["largest share: encoder − generation"]["mean"]) < 0.01
     assert interval_verdict("fig1_generator_time_balanced", out) in NOT_HELD
 
 
 def test_fig1_missing_run_raises():
-    shares = C.fig1_shares(fig1_runs())
-    with pytest.raises(R.MissingResult, match="encoder"):
-        R.fig1_time_breakdown({k: t.drop(index=C.ENCODER) for k, t in shares.items()})
-    by_round = C.fig1_round_shares(fig1_runs(rounds=ROUNDS5))
-    with pytest.raises(R.MissingResult, match="round 3"):
-        R.fig1_time_rounds({**by_round, 3: by_round[3].drop(index=C.GENERATOR)})
+    shares = cost_experiments.fig1_shares(fig1_runs())
+    with pytest.raises(readouts.MissingResult, match="encoder"):
+        readouts.fig1_time_breakdown({k: t.drop(index=cost_experiments.ENCODER) for k, t in shares.items()})
+    by_round = cost_experiments.fig1_round_shares(fig1_runs(rounds=ROUNDS5))
+    with pytest.raises(readouts.MissingResult, match="round 3"):
+        readouts.fig1_time_rounds({**by_round, 3: by_round[3].drop(index=cost_experiments.GENERATOR)})
     # runs made without timing rounds cannot be split into them
     with pytest.raises(ValueError, match="timing round"):
-        C.fig1_round_shares(fig1_runs().drop(columns="timing_round"))
-
-
-def test_fig1_jobs_interleave_the_timing_rounds():
-    cfg = {"variant": "crypten", "sizes": {"vocab_size": 8}, "enc_length": 4, "prefix": 2, "n_new": 3, "timing_rounds": 3}
-    jobs = C.fig1_jobs(cfg)
-    assert [(j["kind"], j["timing_round"]) for j in jobs] == [("encode", 0), ("generate", 0), ("encode", 1),
-                                                              ("generate", 1), ("encode", 2), ("generate", 2)]
-    with pytest.raises(ValueError, match="two timing rounds"):
-        C.fig1_jobs({**cfg, "timing_rounds": 1})
-    # a dry run keeps two rounds (the fewest that give an interval), as it keeps two paired seeds
-    from privtrans.book import dry
-
-    dry.activate(True)
-    try:
-        assert [j["timing_round"] for j in C.fig1_jobs({**cfg, "timing_rounds": 5})] == [0, 0, 1, 1]
-    finally:
-        dry.activate(False)
+        cost_experiments.fig1_round_shares(fig1_runs().drop(columns="timing_round"))
 
 
 ENC = {"mpcformer_sf2relu": 2.7, "mpcformer_sf2quad": 3.8, "thex": 1.8, "merge": 5.4}
+
+
 GEN = {"mpcformer_sf2relu": 1.1, "mpcformer_sf2quad": 1.1, "thex": 1.2, "merge": 2.8}
 
 
 def test_fig1a_substitutes_help_the_encoder_not_generation():
-    out = R.fig1a_speedups(ENC, GEN, LINK)
+    out = readouts.fig1a_speedups(ENC, GEN, LINK)
     assert out["mpcformer_min_speedup_encoder"] == 2.7 and out["mpcformer_max_speedup_generation"] == 1.1
     assert verdict("fig1a_substitutes_help_encoder_not_generation", out)[0] == HELD
     # one substitute below half the figure's 4x on the encoder fails; so does 2x or more on generation
     assert verdict("fig1a_substitutes_help_encoder_not_generation",
-                   R.fig1a_speedups({**ENC, "mpcformer_sf2relu": 1.9}, GEN, LINK))[0] == CONTRADICTED
+                   readouts.fig1a_speedups({**ENC, "mpcformer_sf2relu": 1.9}, GEN, LINK))[0] == CONTRADICTED
     assert verdict("fig1a_substitutes_help_encoder_not_generation",
-                   R.fig1a_speedups(ENC, {**GEN, "mpcformer_sf2quad": 2.0}, LINK))[0] == CONTRADICTED
+                   readouts.fig1a_speedups(ENC, {**GEN, "mpcformer_sf2quad": 2.0}, LINK))[0] == CONTRADICTED
     # the same speed-up on both (what a substitute that changes nothing would give) fails
-    assert verdict("fig1a_substitutes_help_encoder_not_generation", R.fig1a_speedups(GEN, GEN, LINK))[0] == CONTRADICTED
-    with pytest.raises(R.MissingResult, match="sf2quad"):
-        R.fig1a_speedups({"mpcformer_sf2relu": 2.7}, GEN, LINK)
+    assert verdict("fig1a_substitutes_help_encoder_not_generation", readouts.fig1a_speedups(GEN, GEN, LINK))[0] == CONTRADICTED
+    with pytest.raises(readouts.MissingResult, match="sf2quad"):
+        readouts.fig1a_speedups({"mpcformer_sf2relu": 2.7}, GEN, LINK)
 
-
-def test_encoder_speedups_are_one_pass_of_the_closed_form():
-    from privtrans.shared.mpc import cost_model
-
-    sp = C.encoder_network_speedups(["mpcformer_sf2relu", "merge"], **C.BERT_BASE)
-    shape = cost_model.Shape(vocab=30522, d=768, layers=12, heads=12, d_ff=3072, prefix=128, n_new=1)
-    t = {}
-    for v in ("crypten", "mpcformer_sf2relu"):
-        c = cost_model.generation_cost(shape, v)
-        t[v] = sum(c[g]["bytes"] / 1.25e9 + c[g]["rounds"] * 2e-4 for g in ("Embed", "Linear", "Softmax", "Norm", "Act"))
-    assert sp["mpcformer_sf2relu"] == pytest.approx(t["crypten"] / t["mpcformer_sf2relu"])
-    # on an encoder the substitutes pay off (softmax over 128 keys and GeLU dominate), on generation not
-    assert sp["mpcformer_sf2relu"] > 2 > C.network_speedups(cost_model.GPT2, ["mpcformer_sf2relu"])["mpcformer_sf2relu"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Figure 4
-# ---------------------------------------------------------------------------------------------
 
 N_NEWS, LAYERS = [2, 8], [1, 2]
 
@@ -526,8 +490,8 @@ def fig4(runs=None, variants=("crypten", "only_er", "merge"), net=None, cf_fract
     net = {64: 4.0, 128: 7.75, 256: 14.0, 512: 26.0} if net is None else net
     thex = {n: 2.0 for n in net} if thex is None else thex
     cfl = pd.DataFrame({"ER+MM fraction": list(cf_fractions)}, index=pd.Index([512, 64, 128], name="x"))
-    saved = pd.DataFrame({"count": [C.WITH_ARGMAX, C.WITHOUT_ARGMAX], "bytes saved by ER+MM": [0.7, 0.9]})
-    return R.fig4_scaling(fig4_runs() if runs is None else runs, list(variants), N_NEWS, cfl, saved, net,
+    saved = pd.DataFrame({"count": [cost_experiments.WITH_ARGMAX, cost_experiments.WITHOUT_ARGMAX], "bytes saved by ER+MM": [0.7, 0.9]})
+    return readouts.fig4_scaling(fig4_runs() if runs is None else runs, list(variants), N_NEWS, cfl, saved, net,
                           thex, size_sweep() if size is None else size, link=link, readings=readings)
 
 
@@ -557,7 +521,7 @@ def test_fig4_values_and_claims():
     out = fig4(net={64: 2.9, 256: 2.8})
     assert out["network_speedup_growth_128_512"] is None
     assert verdict("fig4_speedup_grows_with_length", out)[0] == NOT_JUDGED
-    with pytest.raises(R.MissingResult, match="two lengths"):
+    with pytest.raises(readouts.MissingResult, match="two lengths"):
         fig4(net={128: 2.8})
 
 
@@ -569,14 +533,14 @@ def test_time_claims_are_judged_only_through_a_calibrated_link():
             "fig4_merge_over_thex_at_512", "fig4_size_speedup_about_10x", "fig4_size_speedup_does_not_grow",
             "fig1a_substitutes_help_encoder_not_generation"} <= set(time_claims)
     outs = {"tables12_cost": tables12(link=UNCALIBRATED), "fig4_scaling": fig4(link=UNCALIBRATED),
-            "fig1_time_breakdown": R.fig1a_speedups(ENC, GEN, UNCALIBRATED)}
+            "fig1_time_breakdown": readouts.fig1a_speedups(ENC, GEN, UNCALIBRATED)}
     for cid in time_claims:
         c = CLAIMS[cid]
         (row,) = claims.evaluate("merge", {"claims": [c]}, {c["notebook"]: {"profile": "ci", "values": _jsonable(
             outs[c["notebook"]])}}, "ci")
         assert row["verdict"] == NOT_JUDGED and "link_calibration.calibrated" in row["reason"], cid
     assert verdict("fig4_bytes_cut_at_512", fig4(link=UNCALIBRATED, cf_fractions=(0.22, 0.4, 0.3)))[0] == HELD
-    with pytest.raises(R.MissingResult, match="link calibration"):
+    with pytest.raises(readouts.MissingResult, match="link calibration"):
         tables12(link={"calibrated": True})
 
 
@@ -614,20 +578,10 @@ def test_fig4_lower_row_size_claims():
     # a gap that shrinks at one step (to any one baseline) does not grow
     out = fig4(size=size_sweep(**{"thex GiB": [229.0, 418.0, 690.0]}))
     assert verdict("fig4_size_gap_grows", out)[0] == CONTRADICTED
-    with pytest.raises(R.MissingResult, match="thex"):
+    with pytest.raises(readouts.MissingResult, match="thex"):
         fig4(size=size_sweep().drop(columns="thex GiB"))
-    with pytest.raises(R.MissingResult, match="two sizes"):
+    with pytest.raises(readouts.MissingResult, match="two sizes"):
         fig4(size=size_sweep().iloc[:1])
-
-
-def test_size_sweep_is_the_closed_form_over_depth():
-    sw = C.size_sweep_network([6, 50], ["crypten", "thex", "merge"])
-    assert sw["params (M)"].round().tolist() == [81.0, 392.0]
-    assert sw["crypten speed-up"].tolist() == [1.0, 1.0]
-    from privtrans.shared.mpc import cost_model
-
-    deep = cost_model.Shape(vocab=50257, d=768, layers=50, heads=12, d_ff=3072, prefix=4, n_new=124)
-    assert sw["merge speed-up"].iloc[1] == pytest.approx(C.network_speedups(deep, ["merge"])["merge"])
 
 
 def test_fig4_claims_read_no_measured_depth_row():
@@ -655,18 +609,13 @@ def test_fig4_growing_embed_fails_and_missing_runs_raise():
     out = fig4(fig4_runs(er_embed_grows=True))
     assert out["er_embed_flat"] is False and verdict("fig4_er_embed_flat", out)[0] == CONTRADICTED
     # an ER run that did not happen is not "flat"
-    with pytest.raises(R.MissingResult, match="only_er"):
+    with pytest.raises(readouts.MissingResult, match="only_er"):
         fig4(fig4_runs(drop=("only_er", 8)))
-    with pytest.raises(R.MissingResult, match="merge"):
+    with pytest.raises(readouts.MissingResult, match="merge"):
         fig4(fig4_runs(drop=("merge", 2)))
     # no ER variant in the profile: nothing to judge, and the claim does not hold by default
     out = fig4(variants=("crypten",))
     assert out["er_embed_flat"] is None and verdict("fig4_er_embed_flat", out)[0] == NOT_JUDGED
-
-
-# ---------------------------------------------------------------------------------------------
-# Figure 6
-# ---------------------------------------------------------------------------------------------
 
 
 def trained(variant, val_total, val_ce=None, diverged=False):
@@ -680,7 +629,7 @@ def test_fig6_values_and_claims():
     teacher = trained("teacher", [5.0, 2.0, 1.0])
     runs = {"merge": trained("merge", [3.0, 3.3, 2.0, 1.2], val_ce=[2.0, 2.2, 1.5, 1.0]),
             "only_er": trained("only_er", [2.0, 1.5, 1.0])}
-    out = R.fig6_retraining(runs, teacher, "acts")
+    out = readouts.fig6_retraining(runs, teacher, "acts")
     m = out["runs"]["merge"]
     assert m["converged"] and m["stable"] and m["val_rises_initially"]
     assert out["merge_val_ratio"] == pytest.approx(0.4)
@@ -688,20 +637,20 @@ def test_fig6_values_and_claims():
     assert verdict("fig6_retraining_converges", out)[0] == HELD
     assert verdict("fig6_swap_raises_val_loss", out)[0] == HELD
     # a swap that costs nothing (step-0 CE at the teacher's) does not raise the loss
-    flat = R.fig6_retraining({"merge": trained("merge", [3.0, 1.2], val_ce=[1.0, 0.9])}, teacher, "acts")
+    flat = readouts.fig6_retraining({"merge": trained("merge", [3.0, 1.2], val_ce=[1.0, 0.9])}, teacher, "acts")
     assert verdict("fig6_swap_raises_val_loss", flat)[0] == CONTRADICTED
 
 
 def test_fig6_unstable_or_diverged_fails():
     teacher = trained("teacher", [5.0, 2.0, 1.0])
     # a jump above STABLE_JUMP x the running minimum after the start
-    jump = 1.01 * Q.STABLE_JUMP * 1.0
-    out = R.fig6_retraining({"merge": trained("merge", [3.0, 1.0, jump, 0.9])}, teacher, "acts")
+    jump = 1.01 * quality_experiments.STABLE_JUMP * 1.0
+    out = readouts.fig6_retraining({"merge": trained("merge", [3.0, 1.0, jump, 0.9])}, teacher, "acts")
     assert out["merge_stable"] is False and verdict("fig6_retraining_converges", out)[0] == CONTRADICTED
-    out = R.fig6_retraining({"merge": trained("merge", [3.0, 1.0, 0.9], diverged=True)}, teacher, "acts")
+    out = readouts.fig6_retraining({"merge": trained("merge", [3.0, 1.0, 0.9], diverged=True)}, teacher, "acts")
     assert out["merge_converged"] is False and verdict("fig6_retraining_converges", out)[0] == CONTRADICTED
-    with pytest.raises(R.MissingResult, match="merge"):
-        R.fig6_retraining({"only_er": trained("only_er", [2.0, 1.0, 0.5])}, teacher, "acts")
+    with pytest.raises(readouts.MissingResult, match="merge"):
+        readouts.fig6_retraining({"only_er": trained("only_er", [2.0, 1.0, 0.5])}, teacher, "acts")
 
 
 def test_fig6_claims_ask_every_student_seed():
@@ -710,7 +659,7 @@ def test_fig6_claims_ask_every_student_seed():
     runs = {"merge": good}
     by_seed = {0: good, 1: trained("merge", [3.0, 2.0, 1.0], val_ce=[3.0, 2.0, 1.0]),
                2: trained("merge", [4.0, 2.0, 1.6], val_ce=[1.5, 1.2, 1.0])}
-    out = R.fig6_retraining(runs, teacher, "acts", by_seed)
+    out = readouts.fig6_retraining(runs, teacher, "acts", by_seed)
     assert out["n_merge_seeds"] == 3 and out["n_merge_converged_stably"] == 3 and out["seeds"] == [0, 1, 2]
     assert out["max_merge_val_ratio"] == pytest.approx(0.4)
     assert out["min_merge_swap_ce_jump"] == pytest.approx(1.5)
@@ -721,16 +670,12 @@ def test_fig6_claims_ask_every_student_seed():
     # although the figure's seed alone would hold both
     slow = {**by_seed, 1: trained("merge", [3.0, 2.5, 1.8], val_ce=[3.0, 2.5, 1.8]),
             2: trained("merge", [4.0, 2.0, 1.6], val_ce=[0.9, 0.8, 0.7])}
-    out = R.fig6_retraining(runs, teacher, "acts", slow)
+    out = readouts.fig6_retraining(runs, teacher, "acts", slow)
     assert out["n_merge_converged_stably"] == 2 and out["merge_by_seed"]["1"]["converged_stably"] is False
     assert verdict("fig6_retraining_converges", out)[0] == CONTRADICTED
     assert verdict("fig6_swap_raises_val_loss", out)[0] == CONTRADICTED
-    assert verdict("fig6_retraining_converges", R.fig6_retraining(runs, teacher, "acts"))[0] == HELD
+    assert verdict("fig6_retraining_converges", readouts.fig6_retraining(runs, teacher, "acts"))[0] == HELD
 
-
-# ---------------------------------------------------------------------------------------------
-# Table 3
-# ---------------------------------------------------------------------------------------------
 
 #: per row: (BERTScore-proxy, chrF++); None = the model diverged (NaN metrics)
 TABLE3 = {"GPT (teacher)": (0.90, 40.0), "+ER (no train)": (0.50, 4.0), "+MPCformer (sf2relu)": (0.92, 38.0),
@@ -741,17 +686,17 @@ TABLE3 = {"GPT (teacher)": (0.90, 40.0), "+ER (no train)": (0.50, 4.0), "+MPCfor
 def table3_frame(per_task: dict) -> pd.DataFrame:
     rows = []
     for task, spec in per_task.items():
-        for label, _, _ in Q.TABLE3_ROWS:
+        for label, _, _ in quality_experiments.TABLE3_ROWS:
             if label not in spec:
                 continue
             bert, chrf = spec[label] if spec[label] is not None else (np.nan, np.nan)
             rows.append({"task": task, "model": label, "status": "diverged" if spec[label] is None else "trained",
-                         **{m: 0.5 for m in Q.METRIC_ORDER}, "BERTScore-proxy": bert, "chrF++": chrf})
+                         **{m: 0.5 for m in quality_experiments.METRIC_ORDER}, "BERTScore-proxy": bert, "chrF++": chrf})
     return pd.DataFrame(rows)
 
 
 def test_table3_values_and_claims():
-    out = R.table3_quality(table3_frame({"acts": TABLE3, "chat": TABLE3}), ["acts", "chat"])
+    out = readouts.table3_quality(table3_frame({"acts": TABLE3, "chat": TABLE3}), ["acts", "chat"])
     assert out["per_task"]["acts"]["er_no_train_chrf_ratio"] == pytest.approx(0.1)
     assert out["max_merge_gap_bertproxy"] == pytest.approx(0.03)
     assert out["merge_beats_er_no_train_all"] is True
@@ -793,7 +738,7 @@ def seeds_frame(dist: dict, tasks=("acts", "concepts", "chat"), teacher=40.0, no
 
 
 def test_table3_seeds_judges_each_pair_across_seeds():
-    out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts", "concepts", "chat"])
+    out = readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts", "concepts", "chat"])
     cell = out["single_closer"]["acts / only-ER"]
     assert cell["n"] == 3 and cell["mean"] == pytest.approx(5.0 - np.mean([0.0, -0.7, 0.5]))
     assert out["n_seeds"] == 3 and out["chrf_by_seed"]["chat"]["teacher"] == 40.0 and out["seeds"] == SEEDS3
@@ -802,43 +747,43 @@ def test_table3_seeds_judges_each_pair_across_seeds():
     assert out["distance_by_seed"]["acts"]["only_er"] == pytest.approx([3.0, 2.3, 3.5])
     assert interval_verdict("table3_single_changes_closer", out) == "held"
     # the null: each change alone as far from the teacher as both, plus seed noise: never held
-    out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 8.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])
+    out = readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 8.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])
     assert interval_verdict("table3_single_changes_closer", out) in NOT_HELD
     # singles farther from the teacher than MERGE everywhere: 0 of 6 can clear, contradicted
-    out = R.table3_seeds(seeds_frame({"merge": 2.0, "only_er": 9.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])
+    out = readouts.table3_seeds(seeds_frame({"merge": 2.0, "only_er": 9.0, "only_mm": 8.0}), ["acts", "concepts", "chat"])
     assert interval_verdict("table3_single_changes_closer", out) == "contradicted"
     # a diverged single change has no pairs: its cells are not judged, and 3 of 6 cannot make 4
-    out = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": None, "only_mm": 2.0}), ["acts", "concepts", "chat"])
+    out = readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": None, "only_mm": 2.0}), ["acts", "concepts", "chat"])
     assert out["single_closer"]["acts / only-ER"]["n"] == 0
     assert interval_verdict("table3_single_changes_closer", out) == "not judged"
-    with pytest.raises(R.MissingResult, match="only_mm"):
-        R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0}), ["acts"])
+    with pytest.raises(readouts.MissingResult, match="only_mm"):
+        readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0}), ["acts"])
 
 
 def test_table3_seeds_judge_merge_against_er_without_training_across_seeds():
     noisy = (0.0, 0.7, -0.5)  # MERGE's own spread across seeds
     frame = seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}, er=4.0)
     frame.loc[frame.model == "merge", "chrF++"] += np.tile(noisy, 3)
-    out = R.table3_seeds(frame, ["acts", "concepts", "chat"])
+    out = readouts.table3_seeds(frame, ["acts", "concepts", "chat"])
     cell = out["merge_recovers"]["chat"]
     assert cell["n"] == 3 and cell["mean"] == pytest.approx(40.0 - 8.0 - 4.0 + np.mean(noisy))
     assert out["chrf_by_seed"]["acts"]["er_no_train"] == 4.0
     assert interval_verdict("table3_merge_recovers_from_er", out) == "held"
     # the null: MERGE no better than ER without re-training, plus seed noise: never held
-    out = R.table3_seeds(frame.assign(**{"chrF++": frame["chrF++"].where(frame.model != "er_no_train", 32.0)}),
+    out = readouts.table3_seeds(frame.assign(**{"chrF++": frame["chrF++"].where(frame.model != "er_no_train", 32.0)}),
                          ["acts", "concepts", "chat"])
     assert out["merge_recovers"]["acts"]["mean"] == pytest.approx(np.mean(noisy))
     assert interval_verdict("table3_merge_recovers_from_er", out) in NOT_HELD
     # MERGE below ER without re-training on one task: contradicted
     worse = frame.copy()
     worse.loc[(worse.model == "er_no_train") & (worse.task == "concepts"), "chrF++"] = 39.0
-    assert interval_verdict("table3_merge_recovers_from_er", R.table3_seeds(worse, ["acts", "concepts", "chat"])) \
+    assert interval_verdict("table3_merge_recovers_from_er", readouts.table3_seeds(worse, ["acts", "concepts", "chat"])) \
         == "contradicted"
     # a diverged MERGE has no pair; without ER's row the readout refuses
-    out = R.table3_seeds(seeds_frame({"merge": None, "only_er": 3.0, "only_mm": 2.0}), ["acts"])
+    out = readouts.table3_seeds(seeds_frame({"merge": None, "only_er": 3.0, "only_mm": 2.0}), ["acts"])
     assert out["merge_recovers"]["acts"]["n"] == 0
-    with pytest.raises(R.MissingResult, match="er_no_train"):
-        R.table3_seeds(frame[frame.model != "er_no_train"], ["acts"])
+    with pytest.raises(readouts.MissingResult, match="er_no_train"):
+        readouts.table3_seeds(frame[frame.model != "er_no_train"], ["acts"])
 
 
 def test_table3_seeds_judge_merge_close_to_mpcformer_across_seeds():
@@ -846,7 +791,7 @@ def test_table3_seeds_judge_merge_close_to_mpcformer_across_seeds():
 
     def out(merge, tasks=("acts", "concepts", "chat")):
         bert = {"mpcformer_sf2relu": mpc, "merge": merge}
-        return R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}, tasks, bert=bert), list(tasks))
+        return readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}, tasks, bert=bert), list(tasks))
 
     # MERGE 0.01 below MPCformer at every seed, give or take: the interval clears -0.031
     close = out([0.892, 0.908, 0.871])
@@ -863,12 +808,12 @@ def test_table3_seeds_judge_merge_close_to_mpcformer_across_seeds():
     far = out([m - 0.1 + e for m, e in zip(mpc, (0.004, -0.006, 0.002))])
     assert interval_verdict("table3_merge_close_to_mpcformer", far) == "contradicted"
     # a diverged MPCformer seed has no pair, never a gap of 0; with one seed left, not judged
-    diverged = R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0},
+    diverged = readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0},
                                           bert={"mpcformer_sf2relu": [0.9, None, None]}), ["acts", "concepts", "chat"])
     assert diverged["merge_minus_mpcformer"]["acts"]["n"] == 1
     assert interval_verdict("table3_merge_close_to_mpcformer", diverged) == "not judged"
-    with pytest.raises(R.MissingResult, match="mpcformer_sf2relu"):
-        R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}).query("model != 'mpcformer_sf2relu'"),
+    with pytest.raises(readouts.MissingResult, match="mpcformer_sf2relu"):
+        readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}).query("model != 'mpcformer_sf2relu'"),
                        ["acts"])
 
 
@@ -889,13 +834,13 @@ def teachers_frame(chrf=None, other=None, bart=None, tasks=("acts", "chat")):
         b = (bart or {}).get(task) or [(-1.0 + e / 5, -3.0 + e / 3) for e in noise]
         for s, (tc, ec), (to, eo), (tb, eb) in zip(TEACHER_SEEDS, c, o, b):
             for model, cv, ov, bv in (("teacher", tc, to, tb), ("er_no_train", ec, eo, eb)):
-                rows.append({"task": task, "model": model, "seed": s, **{m: ov for m in Q.METRIC_ORDER},
+                rows.append({"task": task, "model": model, "seed": s, **{m: ov for m in quality_experiments.METRIC_ORDER},
                              "chrF++": cv, "BARTScore-proxy": bv})
     return pd.DataFrame(rows)
 
 
 def test_table3_teachers_collapse_judged_across_teacher_seeds():
-    out = R.table3_teachers(teachers_frame(), ["acts", "chat"])
+    out = readouts.table3_teachers(teachers_frame(), ["acts", "chat"])
     assert out["seeds"] == TEACHER_SEEDS and out["n_seeds"] == 5
     assert out["chrf_lost"]["acts"]["mean"] == pytest.approx(0.9, abs=0.01)
     assert out["ngram_lost"]["chat"]["NIST"]["mean"] == pytest.approx(0.7, abs=0.01)
@@ -909,18 +854,18 @@ def test_table3_teachers_collapse_judged_across_teacher_seeds():
     # ER that keeps 80 % of the teacher's chrF++ on one task (loses 20 %): the collapse is excluded
     kept = {"chat": [(40.0 + e, 32.0 + e) for e in (0.0, 0.7, -0.5, 0.3, -0.4)]}
     assert interval_verdict("table3_er_without_training_collapses",
-                            R.table3_teachers(teachers_frame(chrf=kept), ["acts", "chat"])) == CONTRADICTED
+                            readouts.table3_teachers(teachers_frame(chrf=kept), ["acts", "chat"])) == CONTRADICTED
     # the n-gram columns: one metric on one task at 70 % of the teacher's (30 % lost) fails the collapse
     t = teachers_frame()
     er_chat = (t.model == "er_no_train") & (t.task == "chat")
     t.loc[er_chat, "NIST"] = t.loc[(t.model == "teacher") & (t.task == "chat"), "NIST"].to_numpy() * 0.7
-    assert interval_verdict("table3_er_no_train_collapses_ngram", R.table3_teachers(t, ["acts", "chat"])) == CONTRADICTED
+    assert interval_verdict("table3_er_no_train_collapses_ngram", readouts.table3_teachers(t, ["acts", "chat"])) == CONTRADICTED
     # ER's BARTScore-proxy above the teacher's on one task: the fall is excluded
     up = {"acts": [(-3.0 + e, -1.0 + e) for e in (0.0, 0.2, -0.1, 0.1, -0.2)]}
     assert interval_verdict("table3_er_no_train_bartscore_falls",
-                            R.table3_teachers(teachers_frame(bart=up), ["acts", "chat"])) == CONTRADICTED
-    with pytest.raises(R.MissingResult, match="concepts"):
-        R.table3_teachers(teachers_frame(), ["acts", "concepts"])
+                            readouts.table3_teachers(teachers_frame(bart=up), ["acts", "chat"])) == CONTRADICTED
+    with pytest.raises(readouts.MissingResult, match="concepts"):
+        readouts.table3_teachers(teachers_frame(), ["acts", "concepts"])
 
 
 def test_table3_teachers_null_is_never_held():
@@ -930,7 +875,7 @@ def test_table3_teachers_null_is_never_held():
     at_other = {t: [(0.5, 0.3 + e / 50) for e in noise] for t in ("acts", "chat")}
     # and ER's BARTScore-proxy equal to the teacher's, plus seed noise
     same = {t: [(-2.0, -2.0 + e / 5) for e in noise] for t in ("acts", "chat")}
-    out = R.table3_teachers(teachers_frame(chrf=at, other=at_other, bart=same), ["acts", "chat"])
+    out = readouts.table3_teachers(teachers_frame(chrf=at, other=at_other, bart=same), ["acts", "chat"])
     for cid in ("table3_er_without_training_collapses", "table3_er_no_train_collapses_ngram",
                 "table3_er_no_train_bartscore_falls"):
         assert interval_verdict(cid, out) in NOT_HELD, cid
@@ -940,7 +885,7 @@ def test_table3_teachers_at_zero_are_lost_seeds():
     # a teacher that scores chrF++ 0 has nothing to lose: its seed's share is undefined, not 0 or 1,
     # and the seed stays in the count (planned), so the claim is not held on the seeds left
     floor = {"acts": [(0.0, 0.0), (40.0, 4.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)]}
-    out = R.table3_teachers(teachers_frame(chrf=floor), ["acts", "chat"])
+    out = readouts.table3_teachers(teachers_frame(chrf=floor), ["acts", "chat"])
     assert out["chrf_lost"]["acts"]["n"] == 1 and out["chrf_lost"]["acts"]["planned"] == 5
     assert out["n_seeds"] == 5 and out["n_paired_min"] == 1
     assert out["chrf_lost_by_seed"]["acts"]["chrF++"] == [None, pytest.approx(0.9), None, None, None]
@@ -948,19 +893,19 @@ def test_table3_teachers_at_zero_are_lost_seeds():
     assert out["chrf_by_seed"]["acts"]["teacher"][0] == 0.0
     # one teacher of five at 0, four that clearly collapse: a lost seed, so not held on the four left
     one = {"acts": [(0.0, 0.0), (40.0, 4.0), (41.0, 4.2), (39.0, 3.8), (40.5, 4.1)]}
-    out = R.table3_teachers(teachers_frame(chrf=one), ["acts", "chat"])
+    out = readouts.table3_teachers(teachers_frame(chrf=one), ["acts", "chat"])
     assert out["chrf_lost"]["acts"]["n"] == 4 and out["chrf_lost"]["acts"]["planned"] == 5
     assert out["chrf_lost"]["acts"]["lo"] > 0.4
     assert interval_verdict("table3_er_without_training_collapses", out) == "inconclusive"
     # a teacher seed with no rows at all is as lost as one that scored 0, when the notebook names its seeds
     t = teachers_frame()
     gone = t[~((t.task == "acts") & (t.seed == 4))]
-    out = R.table3_teachers(gone, ["acts", "chat"], seeds=TEACHER_SEEDS)
+    out = readouts.table3_teachers(gone, ["acts", "chat"], seeds=TEACHER_SEEDS)
     assert out["chrf_lost"]["acts"]["n"] == 4 and out["chrf_lost"]["acts"]["planned"] == 5
     assert out["chrf_lost_by_seed"]["acts"]["chrF++"][4] is None
     assert interval_verdict("table3_er_without_training_collapses", out) == "inconclusive"
-    with pytest.raises(R.MissingResult, match="not planned"):
-        R.table3_teachers(teachers_frame(), ["acts"], seeds=TEACHER_SEEDS[:3])
+    with pytest.raises(readouts.MissingResult, match="not planned"):
+        readouts.table3_teachers(teachers_frame(), ["acts"], seeds=TEACHER_SEEDS[:3])
 
 
 def test_table3_seeds_keep_every_planned_seed():
@@ -971,13 +916,13 @@ def test_table3_seeds_keep_every_planned_seed():
     frame = seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0})
     noisy = frame.copy()
     noisy.loc[noisy.model == "merge", "chrF++"] += np.tile((0.0, 0.7, -0.5), 3)
-    full = R.table3_seeds(noisy, tasks)
+    full = readouts.table3_seeds(noisy, tasks)
     for cid in ("table3_merge_recovers_from_er", "table3_merge_close_to_mpcformer", "table3_single_changes_closer"):
         assert interval_verdict(cid, full) == HELD, cid
     # MERGE at seed 2 diverged (NaN): every interval with MERGE keeps 3 planned, 2 paired
     diverged = noisy.copy()
     diverged.loc[(diverged.model == "merge") & (diverged.seed == 2), ["chrF++", "BERTScore-proxy"]] = np.nan
-    out = R.table3_seeds(diverged, tasks)
+    out = readouts.table3_seeds(diverged, tasks)
     assert out["chrf_by_seed"]["acts"]["merge"][2] is None and out["n_seeds"] == 3 and out["n_paired_min"] == 2
     for cells in (out["single_closer"].values(), out["merge_recovers"].values(), out["merge_minus_mpcformer"].values()):
         assert all(c["n"] == 2 and c["planned"] == 3 for c in cells)
@@ -985,27 +930,21 @@ def test_table3_seeds_keep_every_planned_seed():
         assert interval_verdict(cid, out) in NOT_HELD, cid
     # MPCformer's seed-1 row missing altogether: with the planned seeds named, a lost seed, never a shorter pairing
     gone = noisy[~((noisy.model == "mpcformer_sf2relu") & (noisy.seed == 1))]
-    out = R.table3_seeds(gone, tasks, seeds=SEEDS3)
+    out = readouts.table3_seeds(gone, tasks, seeds=SEEDS3)
     assert out["close_by_seed"]["acts"]["mpcformer_sf2relu"] == [0.9, None, 0.9]
     assert out["merge_minus_mpcformer"]["acts"]["planned"] == 3 and out["merge_minus_mpcformer"]["acts"]["n"] == 2
     assert interval_verdict("table3_merge_close_to_mpcformer", out) in NOT_HELD
-    with pytest.raises(R.MissingResult, match="not planned"):
-        R.table3_seeds(noisy, tasks, seeds=[0, 1])
-
-
-def test_table3_teachers_paper_values():
-    # the paper's own GPT-2: 91 %, 97 % and 41 % of its chrF++ lost, each above the claim's 40 %
-    assert Q.paper_er_no_train_loss() == pytest.approx({"MultiWOZ": 0.9082, "CommonGen": 0.9658, "DailyDialog": 0.4086},
-                                                       abs=1e-4)
+    with pytest.raises(readouts.MissingResult, match="not planned"):
+        readouts.table3_seeds(noisy, tasks, seeds=[0, 1])
 
 
 def test_table3_sf2quad_and_thex_must_both_fail_on_every_task():
     # the paper: both OOT on all three tasks; one of them failing somewhere is not that
     both = {**TABLE3, "+MPCformer (sf2quad)": None, "+THE-X": None}
-    out = R.table3_quality(table3_frame({"acts": both, "chat": both}), ["acts", "chat"])
+    out = readouts.table3_quality(table3_frame({"acts": both, "chat": both}), ["acts", "chat"])
     assert out["n_sf2quad_thex_failed"] == 4 and verdict("table3_sf2quad_thex_fail_to_train", out)[0] == HELD
     one = {**TABLE3, "+THE-X": None}
-    out = R.table3_quality(table3_frame({"acts": one, "chat": both}), ["acts", "chat"])
+    out = readouts.table3_quality(table3_frame({"acts": one, "chat": both}), ["acts", "chat"])
     assert out["sf2quad_or_thex_failed"] is True and out["n_sf2quad_thex_failed"] == 3
     assert verdict("table3_sf2quad_thex_fail_to_train", out)[0] == CONTRADICTED
 
@@ -1013,7 +952,7 @@ def test_table3_sf2quad_and_thex_must_both_fail_on_every_task():
 def test_table3_records_this_seeds_gap_to_mpcformer():
     # notebook 05 shows one seed's gap (the claim is judged across seeds in notebook 08)
     far = {**TABLE3, "+MERGE (ours)": (0.80, 30.0)}
-    out = R.table3_quality(table3_frame({"acts": TABLE3, "chat": far}), ["acts", "chat"])
+    out = readouts.table3_quality(table3_frame({"acts": TABLE3, "chat": far}), ["acts", "chat"])
     assert out["max_merge_gap_bertproxy"] == pytest.approx(0.12)
     assert out["merge_gap_bertproxy_by_task"] == pytest.approx({"acts": 0.03, "chat": 0.12})
 
@@ -1022,32 +961,28 @@ def test_table3_diverged_mpcformer_is_never_a_gap_of_zero():
     # the bug this readout fixes: a diverged (or absent) MPCformer row was read as a gap of 0, so the
     # claim held without testing anything; now the gap is unknown and the claim is not held
     diverged = {**TABLE3, "+MPCformer (sf2relu)": None, "+THE-X": None}
-    out = R.table3_quality(table3_frame({"acts": TABLE3, "chat": diverged}), ["acts", "chat"])
+    out = readouts.table3_quality(table3_frame({"acts": TABLE3, "chat": diverged}), ["acts", "chat"])
     assert out["per_task"]["chat"]["merge_minus_sf2relu_bertproxy"] is None
     assert out["max_merge_gap_bertproxy"] is None
     assert out["min_merge_over_sf2relu_chrf"] is None
     assert out["sf2quad_or_thex_failed"] is True
     # a row missing from the table altogether is an error, not a pass
     absent = {k: v for k, v in TABLE3.items() if k != "+MPCformer (sf2relu)"}
-    with pytest.raises(R.MissingResult, match="sf2relu"):
-        R.table3_quality(table3_frame({"acts": absent}), ["acts"])
-    with pytest.raises(R.MissingResult, match="chat"):
-        R.table3_quality(table3_frame({"acts": TABLE3}), ["acts", "chat"])
+    with pytest.raises(readouts.MissingResult, match="sf2relu"):
+        readouts.table3_quality(table3_frame({"acts": absent}), ["acts"])
+    with pytest.raises(readouts.MissingResult, match="chat"):
+        readouts.table3_quality(table3_frame({"acts": TABLE3}), ["acts", "chat"])
 
 
 def test_table3_teacher_at_zero_leaves_the_share_undefined():
     # a teacher that generates nothing useful (chrF++ 0) cannot show a collapse: ratio None, not 0
     floor = {**TABLE3, "GPT (teacher)": (0.0, 0.0), "+ER (no train)": (0.0, 0.0)}
-    out = R.table3_quality(table3_frame({"acts": floor}), ["acts"])
+    out = readouts.table3_quality(table3_frame({"acts": floor}), ["acts"])
     assert out["per_task"]["acts"]["er_no_train_chrf_ratio"] is None
     # a diverged MERGE: not counted as beating anything, and not closer-or-farther either
-    out = R.table3_quality(table3_frame({"acts": {**TABLE3, "+MERGE (ours)": None}}), ["acts"])
+    out = readouts.table3_quality(table3_frame({"acts": {**TABLE3, "+MERGE (ours)": None}}), ["acts"])
     assert out["merge_beats_er_no_train_all"] is False and out["n_single_closer"] == 0
 
-
-# ---------------------------------------------------------------------------------------------
-# Figure 5
-# ---------------------------------------------------------------------------------------------
 
 LEVELS = [0.0, 0.5, 1.0, 1.5]  # rel_mse = level^2 / 3: 0, 0.083, 0.33, 0.75
 
@@ -1075,7 +1010,7 @@ def test_fig5_values_and_claim():
     # teacher drops 90 %, 80 %, 85 % at seeds 0-2; MERGE about a third, only-ER about a third
     ends = {("chat", "teacher"): [(40, 8), (40, 6)], ("chat", "merge"): [(30, 21), (32, 22)],
             ("chat", "only_er"): [(36, 25), (40, 28)]}
-    out = R.fig5_embedding_noise(fig5_sweep(FIG5, ends), ["chat"], ["teacher", "only_er", "merge"])
+    out = readouts.fig5_embedding_noise(fig5_sweep(FIG5, ends), ["chat"], ["teacher", "only_er", "merge"])
     t = out["readout"]["chat"]["teacher"]["chrF++"]
     assert t["rel_drop"] == pytest.approx(0.9) and t["drop"] == 36  # the figure's seed only
     assert t["mid_mean"] == pytest.approx(20.0)  # levels 0.5 and 1.0 lie in MID_MSE
@@ -1095,7 +1030,7 @@ def test_fig5_null_less_robust_or_zero_clean_is_never_held():
     # the null: each re-trained model loses the teacher's share, give or take: never held
     same = {("chat", "teacher"): teacher, ("chat", "merge"): [(30, 5), (20, 4)], ("chat", "only_er"): [(50, 12), (10, 1)]}
     null = {**FIG5, ("chat", "merge"): [40, 30, 10, 5], ("chat", "only_er"): [40, 30, 10, 3]}
-    out = R.fig5_embedding_noise(fig5_sweep(null, same), ["chat"], ["teacher", "only_er", "merge"])
+    out = readouts.fig5_embedding_noise(fig5_sweep(null, same), ["chat"], ["teacher", "only_er", "merge"])
     assert abs(out["more_robust"]["chat / MERGE (ER+MM)"]["mean"]) < 0.05
     assert interval_verdict("fig5_er_training_resists_noise", out) in NOT_HELD
     # MERGE loses more at every seed: contradicted; only-ER at 0 has no relative drop, no pair, never robust
@@ -1103,29 +1038,24 @@ def test_fig5_null_less_robust_or_zero_clean_is_never_held():
              ("chat", "only_er"): [0, 0, 0, 0]}
     ends = {("chat", "teacher"): [(40, 22), (40, 18)], ("chat", "merge"): [(30, 2), (32, 4)],
             ("chat", "only_er"): [(0, 0), (0, 0)]}
-    out = R.fig5_embedding_noise(fig5_sweep(worse, ends), ["chat"], ["teacher", "only_er", "merge"])
+    out = readouts.fig5_embedding_noise(fig5_sweep(worse, ends), ["chat"], ["teacher", "only_er", "merge"])
     assert out["readout"]["chat"]["only_er"]["chrF++"]["rel_drop"] is None
     assert out["n_er_trained_more_robust"] == 0 and out["more_robust"]["chat / MERGE (only ER)"]["n"] == 0
     assert interval_verdict("fig5_er_training_resists_noise", out) == "contradicted"
     # the figure's seed alone: no interval, not judged
-    out = R.fig5_embedding_noise(fig5_sweep(FIG5), ["chat"], ["teacher", "only_er", "merge"])
+    out = readouts.fig5_embedding_noise(fig5_sweep(FIG5), ["chat"], ["teacher", "only_er", "merge"])
     assert interval_verdict("fig5_er_training_resists_noise", out) == "not judged"
 
 
 def test_fig5_missing_runs_raise():
     curves = {("chat", "teacher"): [40, 30, 20, 20], ("chat", "merge"): [30, 10, 5, 3]}
-    with pytest.raises(R.MissingResult, match="only_er"):
-        R.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["teacher", "only_er", "merge"])
-    with pytest.raises(R.MissingResult, match="teacher"):
-        R.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["merge"])
+    with pytest.raises(readouts.MissingResult, match="only_er"):
+        readouts.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["teacher", "only_er", "merge"])
+    with pytest.raises(readouts.MissingResult, match="teacher"):
+        readouts.fig5_embedding_noise(fig5_sweep(curves), ["chat"], ["merge"])
     noisy_only = fig5_sweep(curves)
-    with pytest.raises(R.MissingResult, match="noise-free"):
-        R.fig5_embedding_noise(noisy_only[noisy_only.noise > 0], ["chat"], ["teacher", "merge"])
-
-
-# ---------------------------------------------------------------------------------------------
-# private generation
-# ---------------------------------------------------------------------------------------------
+    with pytest.raises(readouts.MissingResult, match="noise-free"):
+        readouts.fig5_embedding_noise(noisy_only[noisy_only.noise > 0], ["chat"], ["teacher", "merge"])
 
 
 def _agreement(faults=0, ties=0, steps=2):
@@ -1146,7 +1076,7 @@ def private_results(merge_match=1.0, merge_faults=0, merge_ties=0):
 
 def test_private_generation_values_and_claims():
     res, cost = private_results()
-    out = R.private_generation(res, cost, n_new=2)
+    out = readouts.private_generation(res, cost, n_new=2)
     assert out["merge_round_ratio"] == 4.0 and out["merge_byte_ratio"] == 4.0
     assert out["min_token_match"] == 1.0 and out["ranks_agree"] and out["n_prompts"] == 1
     assert verdict("private_generation_same_tokens", out)[0] == HELD
@@ -1154,37 +1084,37 @@ def test_private_generation_values_and_claims():
     assert out["n_faults"] == 0 and out["steps"] == 4 and out["max_err_over_tol"] == 0.3
     # a flipped near tie (the plaintext top-2 gap within twice the tolerance) is reported, not a fault
     res, cost = private_results(merge_match=0.5, merge_ties=1)
-    out = R.private_generation(res, cost, 2)
+    out = readouts.private_generation(res, cost, 2)
     assert out["n_near_ties"] == 1 and out["min_token_match"] == 0.5
     assert verdict("private_generation_same_tokens", out)[0] == HELD
     # another token where the plaintext argmax is clear, or a logit out of tolerance, is a fault
     res, cost = private_results(merge_match=0.5, merge_faults=1)
-    assert verdict("private_generation_same_tokens", R.private_generation(res, cost, 2))[0] == CONTRADICTED
+    assert verdict("private_generation_same_tokens", readouts.private_generation(res, cost, 2))[0] == CONTRADICTED
     res, cost = private_results()
     res["merge"]["ranks_agree"] = False
-    assert verdict("private_generation_same_tokens", R.private_generation(res, cost, 2))[0] == CONTRADICTED
+    assert verdict("private_generation_same_tokens", readouts.private_generation(res, cost, 2))[0] == CONTRADICTED
 
 
 def test_private_generation_missing_model():
     res, cost = private_results()
-    out = R.private_generation({"crypten": res["crypten"]}, cost[cost.model == "crypten"], 2)
+    out = readouts.private_generation({"crypten": res["crypten"]}, cost[cost.model == "crypten"], 2)
     assert out["merge_round_ratio"] is None
     assert verdict("private_generation_merge_fewer_rounds", out)[0] == NOT_JUDGED
-    with pytest.raises(R.MissingResult):
-        R.private_generation({}, cost, 2)
+    with pytest.raises(readouts.MissingResult):
+        readouts.private_generation({}, cost, 2)
 
 
 def test_every_claim_reads_a_readout_key():
     """Each value a merge claim reads is a key that some readout returns."""
     keys = set()
     keys |= set(tables12()) | set(fig4()) | set(fig1())
-    keys |= set(R.fig1a_speedups(ENC, GEN, LINK))
-    keys |= set(R.fig6_retraining({"merge": trained("merge", [3.0, 2.0, 1.0])}, trained("teacher", [2.0, 1.0]), "acts"))
-    keys |= set(R.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]))
-    keys |= set(R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts"]))
-    keys |= set(R.table3_teachers(teachers_frame(), ["acts"]))
-    keys |= set(R.fig5_embedding_noise(fig5_sweep({("chat", "teacher"): [1, 1, 1, 1]}), ["chat"], ["teacher"]))
-    keys |= set(R.private_generation(*private_results(), 2))
+    keys |= set(readouts.fig1a_speedups(ENC, GEN, LINK))
+    keys |= set(readouts.fig6_retraining({"merge": trained("merge", [3.0, 2.0, 1.0])}, trained("teacher", [2.0, 1.0]), "acts"))
+    keys |= set(readouts.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]))
+    keys |= set(readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts"]))
+    keys |= set(readouts.table3_teachers(teachers_frame(), ["acts"]))
+    keys |= set(readouts.fig5_embedding_noise(fig5_sweep({("chat", "teacher"): [1, 1, 1, 1]}), ["chat"], ["teacher"]))
+    keys |= set(readouts.private_generation(*private_results(), 2))
     for c in CLAIMS.values():
         for expr in (c["value"], c.get("predicate") or c["interval"], c.get("reading_value") or "",
                      *(c.get("paper_inputs") or {})):
@@ -1196,10 +1126,10 @@ def test_every_reading_is_shown_beside_a_recorded_value():
     """A reading's recorded value evaluates on the readouts' output (it is shown as 'our reading')."""
     outs = {"tables12_cost": tables12(), "fig4_scaling": fig4(),
             "fig1_time_breakdown": fig1(),
-            "table3_quality": R.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]),
-            "table3_seeds": R.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts"]),
-            "table3_teachers": R.table3_teachers(teachers_frame(), ["acts", "chat"]),
-            "fig5_embedding_noise": R.fig5_embedding_noise(
+            "table3_quality": readouts.table3_quality(table3_frame({"acts": TABLE3}), ["acts"]),
+            "table3_seeds": readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0}), ["acts"]),
+            "table3_teachers": readouts.table3_teachers(teachers_frame(), ["acts", "chat"]),
+            "fig5_embedding_noise": readouts.fig5_embedding_noise(
                 fig5_sweep({("chat", "teacher"): [40, 30, 10, 4], ("chat", "merge"): [30, 28, 25, 20]}),
                 ["chat"], ["teacher", "merge"])}
     for c in CLAIMS.values():
@@ -1211,35 +1141,20 @@ def test_every_reading_is_shown_beside_a_recorded_value():
 
 
 def test_the_papers_table3_text_disagrees_with_its_table():
-    from privtrans.merge import quality_experiments as Q
+    from privtrans.merge import quality_experiments
 
-    got = R.paper_table3_text_vs_table(Q.paper_table3_bertscore()).set_index("task")
+    got = readouts.paper_table3_text_vs_table(quality_experiments.paper_table3_bertscore()).set_index("task")
     assert got["table: MPCformer − MERGE"].to_dict() == pytest.approx(
         {"MultiWOZ": 0.0303, "CommonGen": 0.0122, "DailyDialog": -0.0052})
     assert got["text: lower by"].to_dict() == {"MultiWOZ": 0.01, "CommonGen": 0.017, "DailyDialog": 0.001}
     assert not got["agree"].any()
     # a text that matches its table (to the rounding) agrees
-    same = Q.paper_table3_bertscore().assign(text_says_lower_by=lambda d: d.text_says_lower_by.where(
+    same = quality_experiments.paper_table3_bertscore().assign(text_says_lower_by=lambda d: d.text_says_lower_by.where(
         d.model != "+MERGE (ours)", None))
     same.loc[same.model == "+MERGE (ours)", "text_says_lower_by"] = [0.0303, 0.0122, -0.0052]
-    assert R.paper_table3_text_vs_table(same)["agree"].all()
-    with pytest.raises(R.MissingResult, match="DailyDialog"):
-        R.paper_table3_text_vs_table(same[~((same.task == "DailyDialog") & (same.model == "+MERGE (ours)"))])
-
-
-def test_network_speedups_are_the_closed_form_on_the_stated_link():
-    from privtrans.shared.mpc import cost_model
-
-    sp = C.network_speedups(cost_model.GPT2, ["merge", "thex"])
-    t = {v: cost_model.generation_cost(cost_model.GPT2, v)["Total"] for v in ("crypten", "merge")}
-    by_hand = {v: t[v]["bytes"] / 1.25e9 + t[v]["rounds"] * 2e-4 for v in t}
-    assert sp["merge"] == pytest.approx(by_hand["crypten"] / by_hand["merge"])
-    assert 2 < sp["merge"] < 4 and sp["thex"] < 1.3  # bytes dominate on a LAN: ER+MM's 0.40 of the bytes
-    # latency-bound link: rounds decide, and ER+MM's saving in rounds is larger than in bytes
-    from privtrans.shared.mpc.network import Link
-
-    slow = C.network_speedups(cost_model.GPT2, ["merge"], Link(1e15, 0.05))["merge"]
-    assert slow > sp["merge"]
+    assert readouts.paper_table3_text_vs_table(same)["agree"].all()
+    with pytest.raises(readouts.MissingResult, match="DailyDialog"):
+        readouts.paper_table3_text_vs_table(same[~((same.task == "DailyDialog") & (same.model == "+MERGE (ours)"))])
 
 
 def test_the_papers_numbers_are_every_value_a_predicate_reads():
@@ -1254,7 +1169,7 @@ def test_the_papers_numbers_are_every_value_a_predicate_reads():
         env = claims.paper_env("merge", c)
         assert set(trials.read_paths(c["predicate"], env)) <= set(c["paper_inputs"]), c["id"]
         assert claims.truth(c["predicate"], env) != bool(c.get("erratum")), c["id"]
-    # the six time claims of issue 50 read the paper's counts through the calibrated link, not its wall times
+    # the six time claims (data/merge/claims.yaml) read the paper's counts through the calibrated link, not its wall times
     for cid in ("t1_merge_fastest", "fig4_speedup_grows_with_length", "fig4_merge_over_thex_at_512",
                 "fig4_size_speedup_about_10x", "t1_comm_time_column", "fig4_size_speedup_does_not_grow"):
         assert all("seconds_calibrated" in e for e in CLAIMS[cid]["paper_inputs"].values()), cid
@@ -1281,9 +1196,9 @@ def test_len64_bytes_saved_fails_at_ci_and_is_shown_failing():
     from privtrans.book import profiles
 
     cfg = profiles.settings("merge", "fig4_scaling", "ci")
-    saved = C.bytes_saved_at_length(cfg["sizes"], cfg["prefix"], total=64).set_index("count")["bytes saved by ER+MM"]
-    assert saved[C.WITH_ARGMAX] == pytest.approx(0.543, abs=0.001)
-    assert saved[C.WITHOUT_ARGMAX] > saved[C.WITH_ARGMAX]
+    saved = cost_experiments.bytes_saved_at_length(cfg["sizes"], cfg["prefix"], total=64).set_index("count")["bytes saved by ER+MM"]
+    assert saved[cost_experiments.WITH_ARGMAX] == pytest.approx(0.543, abs=0.001)
+    assert saved[cost_experiments.WITHOUT_ARGMAX] > saved[cost_experiments.WITH_ARGMAX]
     out = fig4()
-    out["len64_saved_with_argmax"] = float(saved[C.WITH_ARGMAX])
+    out["len64_saved_with_argmax"] = float(saved[cost_experiments.WITH_ARGMAX])
     assert verdict("len64_bytes_saved", out)[0] == CONTRADICTED

@@ -77,7 +77,7 @@ def test_what_spu_imports_needs_neither_torch_nor_jax():
             "    return real(name, *a, **k)\n"
             "builtins.__import__ = guard\n"
             "import privtrans.mpc_attention.encoder_ops, privtrans.mpc_attention.ops\n"
-            "import privtrans.mpc_attention.normalisers as N; print(N.RELU_ATTENTION_EPS)")
+            "from privtrans.mpc_attention import normalisers; print(normalisers.RELU_ATTENTION_EPS)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) == RELU_ATTENTION_EPS

@@ -1,5 +1,5 @@
 """Every attention variant under CrypTen (2PC and 3PC replicated) equals its plaintext twin; the
-measured bytes and rounds of the 2PC normalisers equal ``cost_model.normaliser_cost`` (CrypTen's
+measured bytes and rounds of the 2PC normalisers equal ``closed_form_cost.normaliser_cost`` (CrypTen's
 per-party count) and, read from the parties' traces, its link bytes one way (``cost.link_bytes_2pc``).
 
 Tolerances: CrypTen's fixed point has 16 fractional bits (1.5e-5). Softmax's exp (8 squarings of
@@ -12,10 +12,10 @@ The encoder adds LayerNorm's inverse square root (10 Newton steps) and GeLU's ta
 import pytest
 import torch
 
-from privtrans.mpc_attention import attention as A
-from privtrans.mpc_attention import encoder as E
-from privtrans.mpc_attention import cost, secure
-from privtrans.shared.mpc import cost_model, runner
+from privtrans.mpc_attention import attention
+from privtrans.mpc_attention import encoder
+from privtrans.mpc_attention import normaliser_cost, secure
+from privtrans.shared.mpc import closed_form_cost, runner
 
 ATT_TOL = {"softmax": 2e-2, "softmax_freediv": 5e-3}
 POLY_TOL = 1e-3
@@ -25,21 +25,21 @@ N, HEADS = 16, 2
 
 
 def _plain(kind, x, n):
-    return A.normalise(kind, x, torch.ones(1, 1, 1, n), A.PAPER_FITS.get(A.FREEDIV.get(kind)))
+    return attention.normalise(kind, x, torch.ones(1, 1, 1, n), attention.PAPER_FITS.get(attention.FREEDIV.get(kind)))
 
 
 @pytest.fixture(scope="module")
 def cost2():
-    return runner.run(secure.attention_cost, list(A.ATTENTIONS), N, heads=HEADS, reps=1, timeout=240)
+    return runner.run(secure.attention_cost, list(attention.ATTENTIONS), N, heads=HEADS, reps=1, timeout=240)
 
 
 @pytest.fixture(scope="module")
 def cost3():
-    return runner.run(secure.attention_cost_3pc, list(A.ATTENTIONS), 8, heads=HEADS, reps=1,
+    return runner.run(secure.attention_cost_3pc, list(attention.ATTENTIONS), 8, heads=HEADS, reps=1,
                       world_size=3, timeout=240)
 
 
-@pytest.mark.parametrize("kind", A.ATTENTIONS)
+@pytest.mark.parametrize("kind", attention.ATTENTIONS)
 def test_2pc_attention_equals_plaintext(cost2, kind):
     x = cost2[0]["scores"]
     for rank in (0, 1):
@@ -47,20 +47,20 @@ def test_2pc_attention_equals_plaintext(cost2, kind):
         assert err < ATT_TOL.get(kind, POLY_TOL), (kind, float(err))
 
 
-@pytest.mark.parametrize("kind", A.ATTENTIONS)
+@pytest.mark.parametrize("kind", attention.ATTENTIONS)
 def test_3pc_attention_equals_plaintext(cost3, kind):
     x = cost3[0]["scores"]
     err = (cost3[0][kind]["plain"] - _plain(kind, x, 8)).abs().max()
     assert err < ATT_TOL.get(kind, POLY_TOL), (kind, float(err))
 
 
-@pytest.mark.parametrize("kind", A.ATTENTIONS)
+@pytest.mark.parametrize("kind", attention.ATTENTIONS)
 def test_2pc_bytes_and_rounds_equal_closed_form(cost2, kind):
-    b, r = cost_model.normaliser_cost(kind, rows=HEADS * N, t=N)
+    b, r = closed_form_cost.normaliser_cost(kind, rows=HEADS * N, t=N)
     for rank in (0, 1):
         assert (cost2[rank][kind]["bytes"], cost2[rank][kind]["rounds"]) == (b, r)
-    c = cost.parties_cost(cost2, [kind])[kind]
-    assert (c["bytes"], c["rounds"]) == (cost.link_bytes_2pc(b), r)  # the traces: each reveal n each way
+    c = normaliser_cost.parties_cost(cost2, [kind])[kind]
+    assert (c["bytes"], c["rounds"]) == (normaliser_cost.link_bytes_2pc(b), r)  # the traces: each reveal n each way
     assert (c["crypten_bytes"], c["crypten_rounds"]) == (b, r)
 
 
@@ -68,8 +68,8 @@ def test_freediv_strictly_cheaper_than_parent(cost2, cost3):
     """On every party's counters combined (rounds: the maximum over the parties; bytes: all
     parties' traffic), as Table 1 reads them."""
     for res in (cost2, cost3):
-        c = cost.parties_cost(res, A.ATTENTIONS)
-        for child, parent in A.FREEDIV.items():
+        c = normaliser_cost.parties_cost(res, attention.ATTENTIONS)
+        for child, parent in attention.FREEDIV.items():
             assert c[child]["rounds"] < c[parent]["rounds"]
             assert c[child]["bytes"] < c[parent]["bytes"]
 
@@ -77,10 +77,10 @@ def test_freediv_strictly_cheaper_than_parent(cost2, cost3):
 def test_3pc_rounds_are_the_longest_chain_not_crypten_calls(cost3):
     """In 3PC replicated sharing CrypTen logs an isend and an irecv per replicated operand: its
     busiest party's count is well above the protocol's longest chain of dependent messages."""
-    c = cost.parties_cost(cost3, A.ATTENTIONS)
+    c = normaliser_cost.parties_cost(cost3, attention.ATTENTIONS)
     assert c["scaling"]["rounds"] == 1  # one public division: a truncation, party 2 to party 1
     assert c["2quad_freediv"]["rounds"] == 3  # (x + 5)^2: replicate, truncate; / f(n): truncate
-    for kind in A.ATTENTIONS:
+    for kind in attention.ATTENTIONS:
         assert c[kind]["crypten_rounds"] == max(r[kind]["rounds"] for r in cost3)
         assert 0 < c[kind]["rounds"] < c[kind]["crypten_rounds"], kind
         assert c[kind]["bytes"] <= c[kind]["bytes_total"] < c[kind]["crypten_bytes"] * 2
@@ -93,7 +93,7 @@ COMBOS = [("softmax", "gelu"), ("softmax", "relu"), ("2relu", "quad"), ("2quad",
 
 def _teacher():
     torch.manual_seed(0)
-    m = E.TinyEncoder(E.EncoderConfig(**SIZES))
+    m = encoder.TinyEncoder(encoder.EncoderConfig(**SIZES))
     with torch.no_grad():
         for p in m.parameters():
             p.normal_(0, 0.3)
@@ -101,8 +101,8 @@ def _teacher():
 
 
 def _cfg(att, act):
-    return E.EncoderConfig(**SIZES, attention=att, activation=act,
-                           const=A.PAPER_FITS.get(A.FREEDIV.get(att)))
+    return encoder.EncoderConfig(**SIZES, attention=att, activation=act,
+                           const=attention.PAPER_FITS.get(attention.FREEDIV.get(att)))
 
 
 @pytest.fixture(scope="module")
@@ -131,11 +131,11 @@ def test_the_encoders_costs_are_read_from_the_traces_per_group(forwards):
     """2PC: every message is a reveal each way, so per group the traces' rounds are CrypTen's calls
     and their bytes per direction half its per-party count; the groups add up to the whole."""
     _, _, res = forwards
-    combined = cost.parties_meter(res)
+    combined = normaliser_cost.parties_meter(res)
     for key, groups in combined.items():
         for g, c in groups.items():
             assert c["rounds"] == c["crypten_rounds"] == res[0][key]["cost"][g]["rounds"], (key, g)
-            assert c["bytes"] == cost.link_bytes_2pc(res[0][key]["cost"][g]["bytes"]), (key, g)
+            assert c["bytes"] == normaliser_cost.link_bytes_2pc(res[0][key]["cost"][g]["bytes"]), (key, g)
         parts = [c for g, c in groups.items() if g != "Total"]
         assert sum(c["bytes"] for c in parts) == groups["Total"]["bytes"]
         assert sum(c["rounds"] for c in parts) == groups["Total"]["rounds"]

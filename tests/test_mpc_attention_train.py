@@ -7,10 +7,15 @@ import torch
 
 from privtrans.book import profiles
 from privtrans.book.runcache import RunCache
-from privtrans.mpc_attention import experiments as X, train
+from privtrans.mpc_attention import experiments, train
+
 
 S = profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"]
+
+
 COMBOS = [("softmax", "quad"), ("2quad_freediv", "quad"), ("softmax_freediv", "gelu")]
+
+
 KW = dict(epochs1=1, epochs2=2, lr1=S["lr1"], lr2=S["lr2"])
 
 
@@ -19,8 +24,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def teacher_and_task():
-    task = X.load_task("mr2", S, 3)
-    t, _ = train.train_teacher(task, X.model_config(task, S), 1, lr=S["teacher_lr"], seed=3)
+    task = experiments.load_task("mr2", S, 3)
+    t, _ = train.train_teacher(task, experiments.model_config(task, S), 1, lr=S["teacher_lr"], seed=3)
     return t, task
 
 
@@ -53,8 +58,8 @@ def test_converted_stores_grouped_students_under_lone_keys(tmp_path, monkeypatch
     """converted() trains the students of a task and seed as one group; each lone ``student`` call
     afterwards is a cache hit and returns what a lone run makes in a fresh cache."""
     monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
-    monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "group"))
-    runs = X.converted(["mr2"], S, [0], COMBOS)["mr2"]
+    monkeypatch.setattr(experiments, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "group"))
+    runs = experiments.converted(["mr2"], S, [0], COMBOS)["mr2"]
     assert len(list((tmp_path / "group").glob("student-*.pt"))) == len(COMBOS)
     # what comes back holds the students' metrics, not their weights (the cache keeps those)
     assert all("state" not in r and "after_stage2" in r for rs in runs["students"].values() for r in rs)
@@ -64,61 +69,13 @@ def test_converted_stores_grouped_students_under_lone_keys(tmp_path, monkeypatch
 
     with monkeypatch.context() as m:
         m.setattr(train, "distill_group", no_training)
-        cached = [X.student("mr2", S, 0, a, f) for a, f in COMBOS]
-    monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "lone"))
+        cached = [experiments.student("mr2", S, 0, a, f) for a, f in COMBOS]
+    monkeypatch.setattr(experiments, "RunCache", lambda ns: RunCache(ns, root=tmp_path / "lone"))
     for (a, f), c, r in zip(COMBOS, cached, (runs["students"][f"{a}+{f}"][0] for a, f in COMBOS)):
-        lone = X.student("mr2", S, 0, a, f)
+        lone = experiments.student("mr2", S, 0, a, f)
         assert all(torch.equal(lone["state"][n], c["state"][n]) for n in lone["state"])
         assert (lone["before"], lone["after_stage2"]) == (c["before"], c["after_stage2"]) == (r["before"], r["after_stage2"])
 
-
-def test_the_first_notebook_trains_every_teacher_the_later_ones_distil_from():
-    """Notebook 01 trains the teachers of every task and seed (``teacher_tasks``, ``seeds``) so that
-    Tables 2-5 start from them: the same settings bag (same cache keys), tasks and seeds, per profile."""
-    for p in profiles.PROFILES:
-        first = profiles.settings("mpc_attention", "fig5_7_denominators", p)
-        for later, tasks in (("tables2_6_schemes", lambda c: [c["task"]]), ("table4_5_tasks", lambda c: c["table4_tasks"])):
-            cfg = profiles.settings("mpc_attention", later, p)
-            assert cfg["tasks"] == first["tasks"], f"{p}: {later} distils from teachers of other settings"
-            assert cfg["seeds"] == first["seeds"], f"{p}: {later} has {cfg['seeds']} seeds, notebook 01 trains {first['seeds']}"
-            assert set(tasks(cfg)) <= set(first["teacher_tasks"]), f"{p}: {later} needs a teacher notebook 01 does not train"
-
-
-def test_rows_left_undistilled_decide_no_claim_and_are_not_reused():
-    """``not_distilled`` may only hold Table 2 rows that no claim reads and Table 4 does not reuse."""
-    claim_rows = {("2quad_freediv", "quad"), ("scaling", "quad")}  # t3_accuracy_kept, t2_scaling_collapses
-    for p in profiles.PROFILES:
-        cfg = profiles.settings("mpc_attention", "tables2_6_schemes", p)
-        skipped = {tuple(c) for c in cfg["not_distilled"]}
-        table4 = {tuple(c) for c in profiles.settings("mpc_attention", "table4_5_tasks", p)["combos"]}
-        assert skipped <= {tuple(c) for c in cfg["combos"]} - {("softmax", "gelu")}, p
-        assert not skipped & (claim_rows | table4), f"{p}: {skipped & (claim_rows | table4)} decide a claim or are reused"
-
-
-def test_the_per_head_extension_is_off_only_where_no_claim_reads_it():
-    """``per_head_extension`` may be off at a profile (ci: a book over budget) only while no claim
-    reads a value of ``readouts.per_head_extension``; smoke keeps its code path run, paper the result."""
-    from privtrans.book import claims
-    from privtrans.mpc_attention import readouts
-    run = {"before": 0.5, "after_stage2": 0.6}
-    keys = readouts.per_head_extension([run, run], [run, run])
-    read = [(c["id"], k) for c in claims.load("mpc_attention")["claims"] for k in keys if k in str(c)]
-    assert not read, f"claims read the per-head extension: {read}"
-    on = {p: profiles.settings("mpc_attention", "tables2_6_schemes", p)["per_head_extension"] for p in profiles.PROFILES}
-    assert on["smoke"] is True and on["paper"] is True, on
-
-
-def test_teachers_reads_back_each_task_and_seed_from_the_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
-    monkeypatch.setattr(X, "RunCache", lambda ns: RunCache(ns, root=tmp_path))
-    got = X.teachers(["mr2"], S, [0, 1])
-    assert len(list(tmp_path.glob("teacher-*.pt"))) == 2
-    monkeypatch.setattr(train, "train_teacher", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained")))
-    again = X.converted(["mr2"], S, [0, 1], [])["mr2"]["teachers"]
-    assert [t["metric"] for t in got["mr2"]] == [t["metric"] for t in again]
-
-
-# ---- the dry run (issue 22): one step of each training loop, the full length booked -----------------
 
 def _teacher_as_before(task, cfg, epochs, lr, seed, batch=64, steps=None):
     """``train_teacher``'s loop as it was before the dry run's ``dry.loop``: the reference (after
@@ -151,7 +108,7 @@ def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
 
     assert not dry.active()
     _, task = teacher_and_task
-    cfg = X.model_config(task, S)
+    cfg = experiments.model_config(task, S)
     m, _ = train.train_teacher(task, cfg, 2, lr=S["teacher_lr"], seed=4, device="cpu")  # the reference's device
     assert _same(m, _teacher_as_before(task, cfg, 2, S["teacher_lr"], 4))
     with torch.no_grad():
@@ -163,7 +120,7 @@ def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
 
 def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dry_run):
     t, task = teacher_and_task
-    cfg = X.model_config(task, S)
+    cfg = experiments.model_config(task, S)
     m, _ = train.train_teacher(task, cfg, 3, lr=S["teacher_lr"], seed=4, device="cpu")  # the reference's device
     assert not _same(m, _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4))  # not even one full epoch
     ref = _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4, steps=1)  # its first step only
@@ -185,14 +142,3 @@ def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dr
     assert loops["distillation stage 1 epochs"] == {"runs": 1, "kept": 1, "full": KW["epochs1"]}
     assert loops["distillation stage 2 epochs"] == {"runs": 1, "kept": 1, "full": KW["epochs2"]}
     assert loops["distillation stage 2 batches"] == {"runs": 1, "kept": 1, "full": n_batches}
-
-
-def test_students_go_to_the_fewest_jobs_of_even_size_in_order():
-    """Six students (tables 2-6 at ci) make two jobs of three, not 5 + 1 (a lone 1-student job left
-    a core idle at the end); every student once, in order, no job over ``STUDENTS_PER_JOB``."""
-    assert [len(c) for c in X.student_chunks(list(range(6)), 5)] == [3, 3]
-    for n in range(0, 23):
-        chunks = X.student_chunks(list(range(n)), 5)
-        assert [i for c in chunks for i in c] == list(range(n))
-        assert len(chunks) == -(-n // 5) and all(1 <= len(c) <= 5 for c in chunks)
-        assert max(map(len, chunks), default=0) - min(map(len, chunks), default=0) <= 1

@@ -61,7 +61,7 @@ def test_ties_of_quantised_readings_are_not_certainty():
 
     epochs = [6.0, 6.0, 6.0, 8.0, 8.0, 8.0]
     flat = paired_difference(epochs, epochs)
-    assert (flat.lo, flat.hi) == (0.0, 0.0)   # without the resolution: the zero-width interval of issue 19
+    assert (flat.lo, flat.hi) == (0.0, 0.0)   # without the resolution: the zero-width interval that called a tie contradicted
     p = paired_difference(epochs, epochs, resolution=2.0)
     assert p.mean == 0 and p.lo < 0 < p.hi and p.hi - p.lo > 0
     assert p.held is False and p.resolution == 2.0 and "quantised in steps of 2" in p.reason

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from privtrans.book.chapters import KEYS, ParameterError
-from privtrans.book.pipeline import stability as S
+from privtrans.book.pipeline import stability as stability
 from privtrans.book.pipeline.report import stability_path
 
 
@@ -35,7 +35,7 @@ NEW = summary(100, [claim("taft", "a", "contradicted"), claim("merge", "m", "inc
 
 
 def test_merged_without_a_file_is_the_new_build_cut_to_its_chapters(tmp_path):
-    out = S.merged(tmp_path / "absent.json", NEW, ["taft", "merge"])
+    out = stability.merged(tmp_path / "absent.json", NEW, ["taft", "merge"])
     assert ids(out) == [("taft", "a", "contradicted"), ("merge", "m", "inconclusive")]
     assert {k: out[k] for k in ("profile", "seed", "built", "notebooks")} == \
         {"profile": "ci", "seed": 100, "built": "build at 100", "notebooks": ["new"]}
@@ -44,14 +44,14 @@ def test_merged_without_a_file_is_the_new_build_cut_to_its_chapters(tmp_path):
 def test_merged_replaces_the_chapters_built_and_keeps_the_others(tmp_path):
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(OLD))
-    out = S.merged(path, NEW, ["taft"])
+    out = stability.merged(path, NEW, ["taft"])
     # taft: the new build's claims only (old taft/b is gone: the chapter was rebuilt without it);
     # merge and dp_icl: the old ones, even where the new summary has merge claims (not asked for);
     # dpformer: not built and not in the old file, so absent
     assert ids(out) == [("merge", "m", "held"), ("dp_icl", "d", "contradicted"), ("taft", "a", "contradicted")]
     assert out["seed"] == 100 and out["built"] == "build at 100" and out["notebooks"] == ["new"]
     assert json.loads(path.read_text()) == OLD, "merged only computes; main writes"
-    out = S.merged(path, NEW, ["taft", "merge", "dpformer"])
+    out = stability.merged(path, NEW, ["taft", "merge", "dpformer"])
     assert ids(out) == [("dp_icl", "d", "contradicted"), ("taft", "a", "contradicted"),
                         ("merge", "m", "inconclusive"), ("dpformer", "p", "held")]
 
@@ -60,7 +60,7 @@ def test_merged_replaces_the_chapters_built_and_keeps_the_others(tmp_path):
 def test_merged_drops_a_file_of_another_seed_or_profile(tmp_path, other):
     path = tmp_path / "summary.json"
     path.write_text(json.dumps({**OLD, **other}))
-    out = S.merged(path, NEW, ["taft"])
+    out = stability.merged(path, NEW, ["taft"])
     assert ids(out) == [("taft", "a", "contradicted")]
 
 
@@ -93,7 +93,7 @@ class Checkout:
         return json.loads(json.dumps(self.result))
 
     def main(self, *args):
-        return S.main(["--root", str(self.path), *args])
+        return stability.main(["--root", str(self.path), *args])
 
     def stability(self):
         return json.loads(stability_path(self.path).read_text())
@@ -106,7 +106,7 @@ class Checkout:
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     c = Checkout(tmp_path)
-    monkeypatch.setattr(S, "build_at_seed", c.build_at_seed)
+    monkeypatch.setattr(stability, "build_at_seed", c.build_at_seed)
     return c
 
 
@@ -114,7 +114,7 @@ def test_main_reports_differences_and_defects_of_the_chapters_built(repo, capsys
     repo.write_base()
     repo.main("--chapter", "taft")
     out = capsys.readouterr().out
-    assert repo.builds == [(repo.path.resolve(), ["taft"], "ci", S.DEFAULT_SEED)]
+    assert repo.builds == [(repo.path.resolve(), ["taft"], "ci", stability.DEFAULT_SEED)]
     assert "stability build at seed 100: 3 held, 2 contradicted, 1 inconclusive, 0 not judged (profile ci, seed 100)" \
         in out and "kept in _build/stability/summary.json" in out
     diff = {ln.split(":")[0] for ln in out.splitlines() if ln.startswith("taft/") or ln.startswith("merge/")}

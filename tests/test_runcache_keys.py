@@ -10,8 +10,8 @@ import pytest
 
 import privtrans
 from privtrans.book.runcache import RunCache, code_modules, source_fingerprint
-from privtrans.mpc_attention import experiments as E
-from privtrans.taft import experiments as X
+from privtrans.mpc_attention import experiments as mpc_experiments
+from privtrans.taft import experiments as taft_experiments
 
 LIB = Path(privtrans.__file__).resolve().parent
 
@@ -28,23 +28,23 @@ def _append(path: Path, text: str = "\n# an edit\n"):
 
 
 def test_editing_taft_pretrain_reruns_its_fine_tunes(lib_copy):
-    fine_tune = source_fingerprint(X.CODE, lib_copy)
+    fine_tune = source_fingerprint(taft_experiments.CODE, lib_copy)
     backbone = source_fingerprint(["privtrans.taft.pretrain"], lib_copy)
-    assert source_fingerprint(X.CODE, LIB) == fine_tune  # a copy keys as the original
+    assert source_fingerprint(taft_experiments.CODE, LIB) == fine_tune  # a copy keys as the original
     _append(lib_copy / "taft" / "pretrain.py")
-    assert source_fingerprint(X.CODE, lib_copy) != fine_tune
+    assert source_fingerprint(taft_experiments.CODE, lib_copy) != fine_tune
     assert source_fingerprint(["privtrans.taft.pretrain"], lib_copy) != backbone
     # what the runs do not execute moves nothing: the readouts, the build machinery
-    moved = source_fingerprint(X.CODE, lib_copy)
+    moved = source_fingerprint(taft_experiments.CODE, lib_copy)
     _append(lib_copy / "taft" / "readouts.py")
     _append(lib_copy / "book" / "session.py")
-    assert source_fingerprint(X.CODE, lib_copy) == moved
+    assert source_fingerprint(taft_experiments.CODE, lib_copy) == moved
 
 
 def test_a_fine_tune_carries_its_backbones_key(tmp_path):
-    bench = X.Bench.__new__(X.Bench)  # the key's parts only: no backbone is trained here
+    bench = taft_experiments.Bench.__new__(taft_experiments.Bench)  # the key's parts only: no backbone is trained here
     bench.spec, bench.backbone_seed, bench.task_cfg, bench.train_per_class = (
-        X.PretrainSpec(), 0, {}, None)
+        taft_experiments.PretrainSpec(), 0, {}, None)
     bench.cache = RunCache("taft", root=tmp_path)
     parts = bench.key_parts("toy")
     assert parts["backbone_key"] == bench.cache.key({"spec": asdict(bench.spec), "seed": 0},
@@ -58,26 +58,27 @@ def test_a_distillation_setting_retrains_no_teacher():
          "fit_batches": 1, "epochs1": 1, "epochs2": 1, "lr1": 1e-3, "lr2": 2e-4,
          "model": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16}}
     cache = RunCache("mpc_attention", root="/nonexistent")
-    key = lambda parts: cache.key(parts, E.CODE)  # noqa: E731
-    t0, st0 = key(E._teacher_parts("mr2", s, 0)), key(E._student_parts("mr2", s, 0, "2quad", "quad", False))
+    key = lambda parts: cache.key(parts, mpc_experiments.CODE)  # noqa: E731
+    t0 = key(mpc_experiments._teacher_parts("mr2", s, 0))
+    st0 = key(mpc_experiments._student_parts("mr2", s, 0, "2quad", "quad", False))
     for change in ({"epochs1": 2}, {"lr2": 1e-5}, {"epochs2": 3}):
         s2 = {**s, **change}
-        assert key(E._teacher_parts("mr2", s2, 0)) == t0, change
-        assert key(E._student_parts("mr2", s2, 0, "2quad", "quad", False)) != st0, change
+        assert key(mpc_experiments._teacher_parts("mr2", s2, 0)) == t0, change
+        assert key(mpc_experiments._student_parts("mr2", s2, 0, "2quad", "quad", False)) != st0, change
     # a teacher setting moves the teacher and, through its key, every student of it
     s3 = {**s, "teacher_epochs": 2}
-    assert key(E._teacher_parts("mr2", s3, 0)) != t0
-    assert E._student_parts("mr2", s3, 0, "2quad", "quad", False)["teacher_key"] != \
-        E._student_parts("mr2", s, 0, "2quad", "quad", False)["teacher_key"]
+    assert key(mpc_experiments._teacher_parts("mr2", s3, 0)) != t0
+    assert mpc_experiments._student_parts("mr2", s3, 0, "2quad", "quad", False)["teacher_key"] != \
+        mpc_experiments._student_parts("mr2", s, 0, "2quad", "quad", False)["teacher_key"]
     # and a teacher's run sees no setting outside its list
-    assert set(E.teacher_settings(s)) == set(E.TEACHER_SETTINGS)
+    assert set(mpc_experiments.teacher_settings(s)) == set(mpc_experiments.TEACHER_SETTINGS)
 
 
 def test_editing_shared_activations_reruns_mpc_attention_runs(lib_copy):
-    assert "privtrans.shared.activations" in code_modules(E.CODE, lib_copy)
-    before = source_fingerprint(E.CODE, lib_copy)
+    assert "privtrans.shared.activations" in code_modules(mpc_experiments.CODE, lib_copy)
+    before = source_fingerprint(mpc_experiments.CODE, lib_copy)
     _append(lib_copy / "shared" / "activations.py")
-    assert source_fingerprint(E.CODE, lib_copy) != before
+    assert source_fingerprint(mpc_experiments.CODE, lib_copy) != before
 
 
 def test_every_chapters_run_code_reaches_its_training_loop():
@@ -85,8 +86,8 @@ def test_every_chapters_run_code_reaches_its_training_loop():
     from privtrans.merge import train as merge_train
 
     assert {"privtrans.taft.finetune", "privtrans.taft.tangent", "privtrans.taft.peft",
-            "privtrans.shared.seeds_together"} <= set(code_modules(X.CODE))
+            "privtrans.shared.seeds_together"} <= set(code_modules(taft_experiments.CODE))
     assert {"privtrans.dpformer.train", "privtrans.dpformer.sasrec", "privtrans.shared.dp.phantom"} <= \
         set(code_modules(runs.TRAINING_MODULES))
     assert {"privtrans.merge.train", "privtrans.merge.data"} <= set(code_modules(merge_train.MODEL_CODE))
-    assert not [m for m in code_modules(X.CODE) if m.startswith("privtrans.book")]
+    assert not [m for m in code_modules(taft_experiments.CODE) if m.startswith("privtrans.book")]

@@ -9,7 +9,7 @@ import pytest
 from opacus.accountants import PRVAccountant, RDPAccountant
 from opacus.accountants.utils import get_noise_multiplier
 
-from privtrans.shared.dp import accounting as A
+from privtrans.shared.dp import accounting
 
 # opacus' default RDP orders, written out here so that the q = 1 check below does not read them
 # from the code it checks
@@ -37,18 +37,18 @@ def _gaussian_rdp_epsilon(sigma, steps, delta, orders):
 def test_rdp_epsilon_equals_opacus_stepped_accountant(sigma, q, steps):
     delta = 1e-5
     want = _stepped(RDPAccountant, sigma, q, steps, delta)
-    assert A.opacus_epsilon(sigma, q, steps, delta) == pytest.approx(want, rel=1e-12)
-    assert A.epsilon_spent(sigma, q, steps, delta) == pytest.approx(want, rel=1e-12)
+    assert accounting.opacus_epsilon(sigma, q, steps, delta) == pytest.approx(want, rel=1e-12)
+    assert accounting.epsilon_spent(sigma, q, steps, delta) == pytest.approx(want, rel=1e-12)
 
 
 def test_prv_epsilon_equals_opacus_stepped_accountant():
     sigma, q, steps, delta = 1.0, 0.02, 40, 1e-5
     for eps_error in (0.01, 0.1):
         want = _stepped(PRVAccountant, sigma, q, steps, delta, eps_error=eps_error)
-        got = A.opacus_epsilon(sigma, q, steps, delta, accountant="prv", eps_error=eps_error)
+        got = accounting.opacus_epsilon(sigma, q, steps, delta, accountant="prv", eps_error=eps_error)
         assert got == pytest.approx(want, rel=1e-9)
     # PRV is tighter than RDP for the same mechanism (and the two are really different accountants)
-    rdp = A.opacus_epsilon(sigma, q, steps, delta)
+    rdp = accounting.opacus_epsilon(sigma, q, steps, delta)
     assert got < rdp
 
 
@@ -56,7 +56,7 @@ def test_full_batch_epsilon_is_the_closed_form_gaussian_rdp():
     """q = 1 (DP-ICL, TAFT): ε = min_α [T α/(2σ²) + log((α-1)/α) - (log δ + log α)/(α-1)]."""
     for sigma, steps, delta in [(3.0, 1, 1e-5), (10.0, 20, 1e-6)]:
         want = _gaussian_rdp_epsilon(sigma, steps, delta, DEFAULT_ORDERS)
-        got = A.opacus_epsilon(sigma, 1.0, steps, delta)
+        got = accounting.opacus_epsilon(sigma, 1.0, steps, delta)
         assert got == pytest.approx(want, rel=1e-10)
 
 
@@ -66,16 +66,16 @@ def test_custom_orders_are_passed_to_opacus():
     orders = [2.0, 4.0, 8.0]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # opacus' "optimal order is the largest alpha" stays silenced
-        got = A.opacus_epsilon(sigma, 1.0, 1, delta, alphas=orders)
+        got = accounting.opacus_epsilon(sigma, 1.0, 1, delta, alphas=orders)
     assert got == pytest.approx(_gaussian_rdp_epsilon(sigma, 1, delta, orders), rel=1e-10)
-    assert got > A.opacus_epsilon(sigma, 1.0, 1, delta) + 0.1  # coarser orders: a looser ε
-    sub = A.opacus_epsilon(1.0, 0.05, 30, 1e-5, alphas=np.array(orders))  # any iterable of orders
+    assert got > accounting.opacus_epsilon(sigma, 1.0, 1, delta) + 0.1  # coarser orders: a looser ε
+    sub = accounting.opacus_epsilon(1.0, 0.05, 30, 1e-5, alphas=np.array(orders))  # any iterable of orders
     assert sub == pytest.approx(_stepped(RDPAccountant, 1.0, 0.05, 30, 1e-5, alphas=orders), rel=1e-12)
 
 
 def test_noise_multiplier_equals_opacus_search():
     target, delta, q, steps, tol = 2.0, 1e-5, 0.02, 60, 0.02
-    got = A.opacus_noise_multiplier(target, delta, q, steps, epsilon_tolerance=tol)
+    got = accounting.opacus_noise_multiplier(target, delta, q, steps, epsilon_tolerance=tol)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = get_noise_multiplier(target_epsilon=target, target_delta=delta, sample_rate=q, steps=steps,
@@ -94,8 +94,8 @@ def test_prv_noise_multiplier_searches_with_prv_and_meets_the_target(monkeypatch
         calls.append(kw)
         return get_noise_multiplier(**kw)
 
-    monkeypatch.setattr(A, "get_noise_multiplier", spy)
-    got = A.opacus_noise_multiplier(target, delta, q, steps, accountant="prv", epsilon_tolerance=tol,
+    monkeypatch.setattr(accounting, "get_noise_multiplier", spy)
+    got = accounting.opacus_noise_multiplier(target, delta, q, steps, accountant="prv", epsilon_tolerance=tol,
                                     eps_error=0.05)
     assert calls == [dict(target_epsilon=target, target_delta=delta, sample_rate=q, steps=steps,
                           accountant="prv", epsilon_tolerance=tol, eps_error=0.05)]
@@ -103,17 +103,17 @@ def test_prv_noise_multiplier_searches_with_prv_and_meets_the_target(monkeypatch
 
 
 def test_default_delta_is_one_over_twice_n():
-    assert A.default_delta(1) == 0.5
-    assert A.default_delta(943) == pytest.approx(1 / 1886)
+    assert accounting.default_delta(1) == 0.5
+    assert accounting.default_delta(943) == pytest.approx(1 / 1886)
     with pytest.raises(ValueError, match="n_train must be >= 1"):
-        A.default_delta(0)
+        accounting.default_delta(0)
 
 
 def test_noise_for_epsilon_states_the_run_as_dpformer_does(monkeypatch):
     """q = B/N, T = round(epochs / q), δ = 1/(2N), σ from opacus' RDP search, ε of that σ recomputed."""
     calls = []
-    monkeypatch.setattr(A, "get_noise_multiplier", lambda **kw: calls.append(kw) or get_noise_multiplier(**kw))
-    b = A.noise_for_epsilon(3.0, n_train=1000, batch_size=50, epochs=2)
+    monkeypatch.setattr(accounting, "get_noise_multiplier", lambda **kw: calls.append(kw) or get_noise_multiplier(**kw))
+    b = accounting.noise_for_epsilon(3.0, n_train=1000, batch_size=50, epochs=2)
     assert (b.sample_rate, b.steps, b.delta, b.accountant) == (0.05, 40, 1 / 2000, "rdp")
     assert calls == [dict(target_epsilon=3.0, target_delta=1 / 2000, sample_rate=0.05, steps=40,
                           accountant="rdp", epsilon_tolerance=0.01)]
@@ -124,16 +124,16 @@ def test_noise_for_epsilon_states_the_run_as_dpformer_does(monkeypatch):
 def test_noise_for_epsilon_rounds_steps_and_keeps_an_explicit_delta(monkeypatch):
     """What reaches the σ search: T rounded (0.5 / 0.3 = 1.67 -> 2), at least 1; δ as given."""
     asked = []
-    monkeypatch.setattr(A, "opacus_noise_multiplier", lambda *a: asked.append(a) or 1.5)
-    b = A.noise_for_epsilon(3.0, n_train=1000, batch_size=300, epochs=0.5)
+    monkeypatch.setattr(accounting, "opacus_noise_multiplier", lambda *a: asked.append(a) or 1.5)
+    b = accounting.noise_for_epsilon(3.0, n_train=1000, batch_size=300, epochs=0.5)
     assert asked[-1] == (3.0, 1 / 2000, 0.3, 2) and (b.steps, b.noise_multiplier) == (2, 1.5)
     assert b.epsilon == pytest.approx(_stepped(RDPAccountant, 1.5, 0.3, 2, 1 / 2000), rel=1e-12)
-    tiny = A.noise_for_epsilon(3.0, n_train=1000, batch_size=10, epochs=1e-4, delta=1e-6)
+    tiny = accounting.noise_for_epsilon(3.0, n_train=1000, batch_size=10, epochs=1e-4, delta=1e-6)
     assert asked[-1] == (3.0, 1e-6, 0.01, 1) and (tiny.steps, tiny.delta) == (1, 1e-6)
 
 
 def test_budget_prints_what_every_dp_result_states():
-    b = A.Budget(epsilon=2.9987, delta=5e-4, noise_multiplier=1.23456, sample_rate=0.05, steps=40)
+    b = accounting.Budget(epsilon=2.9987, delta=5e-4, noise_multiplier=1.23456, sample_rate=0.05, steps=40)
     assert str(b) == "(ε = 3, δ = 0.0005) via RDP; σ = 1.235, q = 0.05, 40 steps"
     with pytest.raises(AttributeError):  # frozen: a stated budget cannot be edited afterwards
         b.epsilon = 1.0
@@ -141,14 +141,14 @@ def test_budget_prints_what_every_dp_result_states():
 
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match=r"unknown opacus accountant 'gdp'; choose from \('rdp', 'prv'\)"):
-        A.opacus_epsilon(1.0, 0.1, 10, 1e-5, accountant="gdp")
+        accounting.opacus_epsilon(1.0, 0.1, 10, 1e-5, accountant="gdp")
     with pytest.raises(ValueError, match=r"choose from \('rdp', 'prv'\)"):
-        A.opacus_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="RDP")
+        accounting.opacus_noise_multiplier(1.0, 1e-5, 0.1, 10, accountant="RDP")
     with pytest.raises(ValueError, match="target_epsilon must be > 0"):
-        A.noise_for_epsilon(0.0, n_train=100, batch_size=10, epochs=1)
+        accounting.noise_for_epsilon(0.0, n_train=100, batch_size=10, epochs=1)
     for bs in (0, 101):
         with pytest.raises(ValueError, match="0 < batch_size <= n_train"):
-            A.noise_for_epsilon(1.0, n_train=100, batch_size=bs, epochs=1)
+            accounting.noise_for_epsilon(1.0, n_train=100, batch_size=bs, epochs=1)
 
 
 def test_an_argument_the_accountant_does_not_take_is_refused_not_ignored():
@@ -160,17 +160,17 @@ def test_an_argument_the_accountant_does_not_take_is_refused_not_ignored():
     allowed = r"pass alphas with accountant='rdp', eps_error with accountant='prv'"
     for alphas in ([2.0, 4.0, 8.0], np.array([2.0, 4.0]), []):
         with pytest.raises(ValueError, match=f"^{rdp_only}: {allowed}$"):
-            A.opacus_epsilon(1.0, 0.02, 40, 1e-5, accountant="prv", alphas=alphas)
+            accounting.opacus_epsilon(1.0, 0.02, 40, 1e-5, accountant="prv", alphas=alphas)
         with pytest.raises(ValueError, match=rdp_only):
-            A.opacus_noise_multiplier(2.0, 1e-5, 0.02, 60, accountant="prv", alphas=alphas)
+            accounting.opacus_noise_multiplier(2.0, 1e-5, 0.02, 60, accountant="prv", alphas=alphas)
     for eps_error in (0.1, 0.0):
         with pytest.raises(ValueError, match=f"^{prv_only}: {allowed}$"):
-            A.opacus_epsilon(1.0, 0.02, 40, 1e-5, eps_error=eps_error)
+            accounting.opacus_epsilon(1.0, 0.02, 40, 1e-5, eps_error=eps_error)
         with pytest.raises(ValueError, match=prv_only):
-            A.opacus_noise_multiplier(2.0, 1e-5, 0.02, 60, accountant="rdp", eps_error=eps_error)
+            accounting.opacus_noise_multiplier(2.0, 1e-5, 0.02, 60, accountant="rdp", eps_error=eps_error)
     # the arguments each accountant does take, and None for the other, still give opacus' own ε
     sigma, q, steps, delta = 1.0, 0.02, 40, 1e-5
-    assert A.opacus_epsilon(sigma, q, steps, delta, accountant="prv", alphas=None, eps_error=0.05) == \
+    assert accounting.opacus_epsilon(sigma, q, steps, delta, accountant="prv", alphas=None, eps_error=0.05) == \
         pytest.approx(_stepped(PRVAccountant, sigma, q, steps, delta, eps_error=0.05), rel=1e-9)
-    assert A.opacus_epsilon(sigma, q, steps, delta, accountant="rdp", alphas=[2.0, 4.0, 8.0], eps_error=None) == \
+    assert accounting.opacus_epsilon(sigma, q, steps, delta, accountant="rdp", alphas=[2.0, 4.0, 8.0], eps_error=None) == \
         pytest.approx(_stepped(RDPAccountant, sigma, q, steps, delta, alphas=[2.0, 4.0, 8.0]), rel=1e-12)

@@ -113,7 +113,7 @@ def test_noise_for_epsilon_round_trip():
     plan = noise_for_epsilon(5.0, n_train=943, batch_size=256, epochs=20)
     assert plan.delta == 1 / (2 * 943)
     assert 4.9 < plan.epsilon <= 5.0
-    assert 1.9 < plan.noise_multiplier < 2.2  # research notes: 2.02 with opacus 1.6 RDP
+    assert 1.9 < plan.noise_multiplier < 2.2  # opacus 1.6's RDP accountant gives 2.02
 
 
 def test_functional_tie_is_refused():

@@ -1,5 +1,5 @@
 """shared.mpc.layers.SecureGPT, in this process (CrypTen's one-party world, which ``layers._owner``
-supports for numerics tests; the 2-party runs are in test_shared_mpc_parties.py and test_shared_mpc_cost_model.py).
+supports for numerics tests; the 2-party runs are in test_shared_mpc_parties.py and test_shared_mpc_closed_form_cost.py).
 
 Every variant's CrypTensor forward equals its plaintext twin; private greedy decoding (KV cache or
 MM's input cache, one new position per step) gives the plaintext tokens, and its secret hidden

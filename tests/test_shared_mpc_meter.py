@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from privtrans.shared.mpc import compat, cost_model, meter as M, parties, runner
+from privtrans.shared.mpc import compat, closed_form_cost, meter, parties, runner
 
 
 class FakeWorld:
@@ -38,7 +38,7 @@ def world(monkeypatch):
     cfg.verbose = True
     w = FakeWorld()
     monkeypatch.setattr(compat, "comm", lambda: w)
-    monkeypatch.setattr(M, "time", types.SimpleNamespace(perf_counter=w.perf_counter))
+    monkeypatch.setattr(meter, "time", types.SimpleNamespace(perf_counter=w.perf_counter))
     yield w
     cfg.verbose = old
 
@@ -48,7 +48,7 @@ def _expect(k, calls):
 
 
 def test_nested_groups_are_exclusive_and_add_up_to_the_total(world):
-    m = M.Meter()
+    m = meter.Meter()
     with m.total():
         world.spend(1)                      # outside any group -> Other
         with m("Gen"):
@@ -72,7 +72,7 @@ def test_nested_groups_are_exclusive_and_add_up_to_the_total(world):
 
 
 def test_same_group_nested_and_custom_default(world):
-    m = M.Meter(default="Rest")
+    m = meter.Meter(default="Rest")
     with m.total():
         with m("Act"):
             world.spend(3)
@@ -86,7 +86,7 @@ def test_same_group_nested_and_custom_default(world):
 
 def test_groups_without_total_start_counting_at_the_first_group(world):
     """A group opened with no ``total()`` charges only what happens inside it."""
-    m = M.Meter()
+    m = meter.Meter()
     world.spend(100)                        # before the meter saw anything: charged to no one
     with m("Embed"):
         world.spend(6)
@@ -102,7 +102,7 @@ def test_groups_without_total_start_counting_at_the_first_group(world):
 def test_disabled_groups_fold_into_the_default(world):
     """``enabled = False`` turns the per-group split off: no group is opened or counted, and what
     happens inside one stays with the run's total (``total()`` still meters)."""
-    m = M.Meter()
+    m = meter.Meter()
     m.enabled = False
     with m.total():
         world.spend(1)
@@ -118,23 +118,23 @@ def test_meter_refuses_to_run_without_byte_counting():
     cfg.verbose = False
     try:
         with pytest.raises(RuntimeError, match="verbose = True"):
-            M.Meter()
+            meter.Meter()
     finally:
         cfg.verbose = old
 
 
 def test_null_meter_and_groups():
-    n = M.NullMeter()
+    n = meter.NullMeter()
     with n.total():
         with n("Linear") as inner:
             pass
     assert inner is n and n.summary() == {}
-    assert M.GROUPS == ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Other")
+    assert meter.GROUPS == ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Other")
 
 
 def test_two_parties_meter_counts_crypten_bytes_and_rounds():
     """Both parties meter one Beaver matmul (client 2 x 3 @ server 3 x 4): 1 round, 16 (6 + 12) B."""
     res = runner.run(parties.matmul_cost, 2, 3, 4, timeout=120)
     for r in res:
-        assert (r["bytes"], r["rounds"], r["calls"]) == (cost_model.matmul_bytes(2, 3, 4), 1, 1) == (288, 1, 1)
+        assert (r["bytes"], r["rounds"], r["calls"]) == (closed_form_cost.matmul_bytes(2, 3, 4), 1, 1) == (288, 1, 1)
         assert r["seconds"] >= r["comm_seconds"] > 0

@@ -127,7 +127,7 @@ def test_plain_generation_modes_and_bad_input():
 def test_large_additive_mask_breaks_crypten_softmax():
     """Why MASK_VALUE is -30: CrypTen's exp (1 + x/256)^256 diverges for x < -256."""
     from privtrans.shared.mpc import compat
-    from privtrans.shared.models.plain_gpt import MASK_VALUE
+    from privtrans.shared.activations import MASK_VALUE
 
     cr = compat.crypten()
     scores = torch.tensor([[0.3, -0.2, 0.5, 0.1]])

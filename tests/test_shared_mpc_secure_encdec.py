@@ -1,5 +1,5 @@
 """shared.mpc.secure_encdec.SecureEncDec, in this process (CrypTen's one-party world; the 2-party
-runs are in test_shared_mpc_parties.py and test_shared_mpc_cost_model.py).
+runs are in test_shared_mpc_parties.py and test_shared_mpc_closed_form_cost.py).
 
 The bidirectional encoder equals the plaintext encoder; the cross sub-layer, prepared once by
 ``encode`` for a window of target positions, equals the plaintext ``DecoderBlock.cross`` at every

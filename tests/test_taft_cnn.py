@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.func import functional_call, jvp
 
-from privtrans.taft import cnn as C
+from privtrans.taft import cnn
 from privtrans.taft import compose
 
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("float64")  # tests/conftest.py
 def trained_looking(widths=(3, 4, 5), classes=6, seed=0):
     """A CNN whose BatchNorm statistics and affine parameters are not the defaults (1, 0), in eval mode."""
     torch.manual_seed(seed)
-    net = C.CNN(widths, classes)
+    net = cnn.CNN(widths, classes)
     with torch.no_grad():
         for m in net.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
@@ -35,14 +35,14 @@ def random_deltas(lin, scale=0.1, seed=1):
     return lin
 
 
-def as_plain_names(lin: C.LinearisedCNN, net: C.CNN) -> dict:
+def as_plain_names(lin: cnn.LinearisedCNN, net: cnn.CNN) -> dict:
     """The Δ of every linearised parameter, under the plain CNN's parameter names."""
     out, it = {}, iter(lin.layers)
     for i, m in enumerate(net.tail):
         if isinstance(m, torch.nn.ReLU):
             continue
         t = next(it)
-        if isinstance(t, C.TangentConv2d):
+        if isinstance(t, cnn.TangentConv2d):
             out[f"tail.{i}.weight"], out[f"tail.{i}.bias"] = t.delta.weight, t.delta.bias
         else:
             out[f"tail.{i}.weight"], out[f"tail.{i}.bias"] = t.delta_weight, t.delta_bias
@@ -52,7 +52,7 @@ def as_plain_names(lin: C.LinearisedCNN, net: C.CNN) -> dict:
 
 def test_each_layer_equals_torch_jvp():
     net = trained_looking()
-    for base, tang, cin in ((net.tail[0], C.TangentConv2d, 4), (net.tail[1], C.TangentBatchNorm2d, 5)):
+    for base, tang, cin in ((net.tail[0], cnn.TangentConv2d, 4), (net.tail[1], cnn.TangentBatchNorm2d, 5)):
         x, xd = torch.randn(2, cin, 7, 7), torch.randn(2, cin, 7, 7)
         t = random_deltas(tang(base))
         d = {"weight": t.delta.weight if hasattr(t, "delta") else t.delta_weight,
@@ -62,7 +62,7 @@ def test_each_layer_equals_torch_jvp():
         got = t(x, xd)
         torch.testing.assert_close(got[0], want[0])
         torch.testing.assert_close(got[1], want[1])
-    y, yd = C.relu_tangent(x, xd)
+    y, yd = cnn.relu_tangent(x, xd)
     want = jvp(torch.relu, (x,), (xd,))
     torch.testing.assert_close(y, want[0])
     torch.testing.assert_close(yd, want[1])
@@ -80,7 +80,7 @@ def tail_and_head(net, h):
 def test_the_linearised_tail_equals_torch_jvp_of_the_cnn():
     net = trained_looking()
     h = torch.randn(5, 4, 7, 7)  # stride 2 in the first tail conv: 7 → 4
-    lin = random_deltas(C.LinearisedCNN(net, output="jvp"))
+    lin = random_deltas(cnn.LinearisedCNN(net, output="jvp"))
     params = {k: v for k, v in net.named_parameters() if not k.startswith("stem.")}
     deltas = as_plain_names(lin, net)
     assert set(deltas) == set(params)  # every linearised parameter has its Δ
@@ -94,9 +94,9 @@ def test_the_linearised_tail_equals_torch_jvp_of_the_cnn():
 def test_exactly_linear_in_delta_so_averaged_deltas_give_the_mean_output():
     net = trained_looking()
     h = torch.randn(4, 4, 7, 7)
-    lins = [random_deltas(C.LinearisedCNN(net), seed=s) for s in (1, 2, 3)]
+    lins = [random_deltas(cnn.LinearisedCNN(net), seed=s) for s in (1, 2, 3)]
     states = [{k: v.detach().clone() for k, v in m.named_parameters()} for m in lins]
-    mean_model = C.LinearisedCNN(net)
+    mean_model = cnn.LinearisedCNN(net)
     mean_model.load_state_dict(compose.average(states), strict=False)
     want = torch.stack([m(h) for m in lins]).mean(0)
     torch.testing.assert_close(mean_model(h), want)
@@ -106,9 +106,9 @@ def test_a_layer_without_a_tangent_rule_is_refused():
     net = trained_looking()
     net.tail.append(torch.nn.Dropout(0.1))
     with pytest.raises(TypeError, match="no tangent rule for Dropout"):
-        C.LinearisedCNN(net)
+        cnn.LinearisedCNN(net)
 
 
 def test_the_spec_names_what_it_does_not_know():
     with pytest.raises(ValueError, match="unknown CNN settings"):
-        C.CNNSpec.from_cfg({"widths": [8, 8, 8], "depth": 3})
+        cnn.CNNSpec.from_cfg({"widths": [8, 8, 8], "depth": 3})

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from privtrans.book.runcache import RunCache
-from privtrans.taft import cnn as C
+from privtrans.taft import cnn as cnn
 from privtrans.taft import cnn_bench as CB
 from privtrans.taft import compose, data
-from privtrans.taft import experiments as X
+from privtrans.taft import experiments
 from privtrans.taft import finetune as FT
 
 WIDTHS = (2, 3, 4)
@@ -31,17 +31,17 @@ SPEC = FT.FitSpec(method="taft", tuned=1, lr=0.03, loss="rsl", kappa=5.0, pt=Tru
 
 def put_backbone(cache: RunCache, seed: int) -> dict:
     """A random tiny CNN (BatchNorm statistics not the defaults) stored as the pretrained backbone."""
-    spec = C.CNNSpec.from_cfg(CNN_CFG)
+    spec = cnn.CNNSpec.from_cfg(CNN_CFG)
     torch.manual_seed(100 + seed)
-    net = C.CNN(spec.widths)
+    net = cnn.CNN(spec.widths)
     with torch.no_grad():
         for m in net.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
                 m.running_mean.normal_(0, 0.3)
                 m.running_var.uniform_(0.5, 2.0)
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
-    backbone = C.CNNBackbone(state, asdict(spec), 0.5, 0.0, [])
-    cache.put("cnn_backbone", C.backbone_key(spec, seed, cache), backbone)
+    backbone = cnn.CNNBackbone(state, asdict(spec), 0.5, 0.0, [])
+    cache.put("cnn_backbone", cnn.backbone_key(spec, seed, cache), backbone)
     return state
 
 
@@ -62,7 +62,7 @@ def cache(tmp_path, monkeypatch):
     def no_pretraining(*a, **kw):
         raise AssertionError("the backbone is in the cache: nothing may be pretrained")
 
-    monkeypatch.setattr(C, "pretrain", no_pretraining)
+    monkeypatch.setattr(cnn, "pretrain", no_pretraining)
     c = RunCache("taft", root=tmp_path / "cache")
     put_backbone(c, 0)
     put_backbone(c, 1)
@@ -101,14 +101,14 @@ def test_backbone_is_read_from_the_cache_under_its_key(cache):
     b1 = bench(cache, cnn_seed=1)
     assert b1.backbone_cached is True
     assert not torch.equal(b1.cnn.tail[0].weight, b.cnn.tail[0].weight)
-    assert b._key("textures")["cnn_key"] == C.backbone_key(b.spec, 0, cache)
+    assert b._key("textures")["cnn_key"] == cnn.backbone_key(b.spec, 0, cache)
     assert b1._key("textures")["cnn_key"] != b._key("textures")["cnn_key"]
 
 
 def test_splits_are_the_stem_features_and_computed_once(cache, monkeypatch):
     b = bench(cache)
     calls = []
-    real = C.features
+    real = cnn.features
     monkeypatch.setattr(CB.cnn, "features", lambda cnn, x: calls.append(len(x)) or real(cnn, x))
     t = b.task("textures")
     assert (len(t.y_train), len(t.y_test), t.classes) == (N_TRAIN, N_TEST, CLASSES)
@@ -134,11 +134,11 @@ def test_the_model_is_the_task_cnn_with_its_seeded_head_and_zero_delta(cache):
     b = bench(cache)
     x, *_ = b.split("textures", "test")
     m0, m0b, m1 = b.model("textures", 0), b.model("textures", 0), b.model("textures", 1)
-    assert isinstance(m0, C.LinearisedCNN)
+    assert isinstance(m0, cnn.LinearisedCNN)
     assert m0.head.w0.shape == (CLASSES, WIDTHS[2])
     assert torch.equal(m0.head.w0, m0b.head.w0) and not torch.equal(m0.head.w0, m1.head.w0)
     # Δw = 0 at the start: the linearised model is the plain task CNN
-    plain = C.task_cnn(b.cnn, CLASSES, 0)
+    plain = cnn.task_cnn(b.cnn, CLASSES, 0)
     torch.testing.assert_close(m0(x), plain.from_features(x))
     # trainable: exactly the Δ of the tail's two conv-BN layers and of the head (closed form)
     c2, c3 = WIDTHS[1], WIDTHS[2]
@@ -182,7 +182,7 @@ def test_fit_run_trains_on_the_split_and_is_cached_under_every_setting(cache, mo
 
     # the runner the notebooks call: one run per job, the same cached results in order
     jobs = [("textures", SPEC, 0, "test"), ("textures", SPEC, 0, "val")]
-    assert X.fit_runs(bench(cache), jobs) == [test, val]
+    assert experiments.fit_runs(bench(cache), jobs) == [test, val]
     assert len(log.calls) == 7
 
 

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from privtrans.book import dry
-from privtrans.taft import cost, dp, readouts
+from privtrans.taft import tangent_cost, dp, readouts
 from privtrans.taft import finetune as FT
-from privtrans.taft import pretrain as P
+from privtrans.taft import pretrain
 from privtrans.taft.vit import ViT, ViTConfig
 
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)
@@ -82,7 +82,7 @@ def _one_cycle():
     x, y = torch.randn(N, 6, generator=g), torch.randint(0, 3, (N,), generator=g)
     model = torch.nn.Linear(6, 3)
     spec = types.SimpleNamespace(lr=1e-2, weight_decay=0.0, epochs=EPOCHS, batch=BATCH)
-    history, _ = P.one_cycle(model, list(model.parameters()), N, spec, g,
+    history, _ = pretrain.one_cycle(model, list(model.parameters()), N, spec, g,
                              lambda idx: F.cross_entropy(model(x[idx]), y[idx]), lambda: 0.5)
     return history, model.weight.detach().clone()
 
@@ -117,6 +117,6 @@ def test_dp_fit_takes_one_step_of_one_chunk(dry_run):
 
 def test_timing_repeats_are_cut_to_one_call(dry_run):
     calls = []
-    cost._median_seconds(lambda: calls.append(1), repeats=20, warmup=2)
+    tangent_cost._median_seconds(lambda: calls.append(1), repeats=20, warmup=2)
     assert len(calls) == 2  # one warm-up call, one timed call
     assert dry.report(1.0)["loops"]["timing repeats"] == {"runs": 1, "kept": 1, "full": 20}

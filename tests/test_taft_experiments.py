@@ -12,7 +12,7 @@ import torch
 
 from privtrans.book.runcache import RunCache
 from privtrans.taft import compose, finetune
-from privtrans.taft import experiments as X
+from privtrans.taft import experiments
 from privtrans.taft.vit import ViT, ViTConfig
 
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=4)
@@ -85,7 +85,7 @@ def test_nothing_forgotten_is_the_composition_as_it_stands_and_trains_nothing(be
     sset = bench.shards("t", TAFT, 2, 0)
     shard_calls, fit_calls = spies
     shard_calls.clear()  # the original shards' own training
-    (row,) = X.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.0)
+    (row,) = experiments.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.0)
     assert shard_calls == [] and fit_calls == []  # no shard retrained, no paragon trained
     assert row["method"] == "TAFT shard retraining" and row["shards_retrained"] == 0 and row["seconds"] == 0.0
     x, y, xt, yt = bench.features("t", bench.cut(TAFT))
@@ -97,7 +97,7 @@ def test_forgetting_retrains_the_shards_that_held_a_sample_on_what_is_left_and_t
     sset = bench.shards("t", TAFT, 2, 0)
     shard_calls, fit_calls = spies
     shard_calls.clear()  # the original shards' own training
-    rows = X.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.5)
+    rows = experiments.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.5)
     assert [r["method"] for r in rows] == ["TAFT shard retraining", "Paragon NLFT-1"]
     taft, para = rows
     forgotten = N // 2
@@ -112,20 +112,20 @@ def test_forgetting_retrains_the_shards_that_held_a_sample_on_what_is_left_and_t
 
 def test_retraining_is_cached(bench, spies):
     shard_calls, fit_calls = spies
-    first = X.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.25)
+    first = experiments.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.25)
     n_shard, n_fit = len(shard_calls), len(fit_calls)
-    again = X.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.25)
+    again = experiments.retraining(bench, "t", TAFT, PARAGON, 2, 0, 0.25)
     assert again == first and (len(shard_calls), len(fit_calls)) == (n_shard, n_fit)
-    other = X.retraining(bench, "t", TAFT, PARAGON, 2, 1, 0.25)  # another seed is another entry
+    other = experiments.retraining(bench, "t", TAFT, PARAGON, 2, 1, 0.25)  # another seed is another entry
     assert len(fit_calls) == n_fit + 1 and other != first
 
 
 def test_composition_runs_on_two_workers_equal_one_and_compose_as_the_ensemble(bench, monkeypatch):
     specs = {"TAFT": TAFT, "Soup": PARAGON}
     monkeypatch.setenv("PRIVTRANS_WORKERS", "2")
-    two, diff_two = X.composition_runs(bench, ["t"], specs, [2, 3], [0, 1])
+    two, diff_two = experiments.composition_runs(bench, ["t"], specs, [2, 3], [0, 1])
     monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
-    one, diff_one = X.composition_runs(bench, ["t"], specs, [2, 3], [0, 1])
+    one, diff_one = experiments.composition_runs(bench, ["t"], specs, [2, 3], [0, 1])
     assert two.equals(one) and diff_two == diff_one
     assert len(one) == 8 and one[one.method == "Soup"].composed_minus_ensemble.isna().all()
     assert diff_one == one[one.method == "TAFT"].composed_minus_ensemble.max() < 1e-4  # tangent: composed = ensemble
@@ -139,8 +139,8 @@ def test_forgetting_curves_runs_on_two_workers_equal_the_calls_one_by_one(bench,
     specs = {"TAFT": TAFT, "SISA": PARAGON}
     jobs = [("t", 0), ("t", 1)]
     monkeypatch.setenv("PRIVTRANS_WORKERS", "2")
-    rows, errors = X.forgetting_curves_runs(bench, jobs, specs, 3, [0, 1, 2], draws=2)
-    want = [X.forgetting_curves(bench, t, specs, 3, s, [0, 1, 2], 2) for t, s in jobs]
+    rows, errors = experiments.forgetting_curves_runs(bench, jobs, specs, 3, [0, 1, 2], draws=2)
+    want = [experiments.forgetting_curves(bench, t, specs, 3, s, [0, 1, 2], 2) for t, s in jobs]
     assert rows == [r for rs, _ in want for r in rs] and errors == [e for _, e in want]
     assert len(rows) == 2 * 3 * 2 and max(errors) < 1e-4  # forgetting by subtraction = composing the rest
 
@@ -151,13 +151,13 @@ def test_benches_pretrain_the_longest_backbone_first_and_keep_the_settings_order
     cfg = profiles.settings("taft", "table9_pretraining", "ci")
     backbones = {name: {**cfg["backbone"], **over} for name, over in cfg["backbones"].items()}
     started = []
-    monkeypatch.setattr(X, "get_backbone", lambda spec, seed, cache: started.append(spec))
-    monkeypatch.setattr(X, "Bench", lambda b, *a: b)
-    monkeypatch.setattr(X.workers, "default_workers", lambda: 1)  # in order, in this process
-    out = X.benches(backbones, 0, {}, None)
+    monkeypatch.setattr(experiments, "get_backbone", lambda spec, seed, cache: started.append(spec))
+    monkeypatch.setattr(experiments, "Bench", lambda b, *a: b)
+    monkeypatch.setattr(experiments.workers, "default_workers", lambda: 1)  # in order, in this process
+    out = experiments.benches(backbones, 0, {}, None)
     assert out == backbones
-    # Table 9's backbones at `ci` took CLS+ 34 s, CLS 29 s, MAE 23 s, CLS-small 15 s (cold build, 2026-11-28)
-    names = [next(n for n, b in backbones.items() if X.PretrainSpec.from_cfg(b) == s) for s in started]
+    # Table 9's backbones at `ci` took CLS+ 34 s, CLS 29 s, MAE 23 s, CLS-small 15 s (one cold build on 2 cores)
+    names = [next(n for n, b in backbones.items() if experiments.PretrainSpec.from_cfg(b) == s) for s in started]
     assert names == ["CLS+", "CLS", "MAE", "CLS-small"]
 
 
@@ -176,7 +176,7 @@ def test_a_dp_cell_reads_the_features_its_model_starts_from(bench, monkeypatch):
     monkeypatch.setattr(dp, "run", run)
     bench.split = lambda name, cut, split: bench.features(name, cut)  # the stub has one split
     for method, regime in (("taft", "full"), ("nlft", "ln"), ("fc", "head")):
-        X.Bench.dp_run(bench, "t", method, regime, dp.DPSpec(epsilon=1.0, steps=1), 0)
+        experiments.Bench.dp_run(bench, "t", method, regime, dp.DPSpec(epsilon=1.0, steps=1), 0)
     depth = len(bench.vit.blocks)
     for method, cut in (("taft", depth - 1), ("nlft", depth - 1), ("fc", depth)):
         torch.testing.assert_close(seen[method], bench.features("t", cut)[0], msg=method)

@@ -6,9 +6,9 @@ about)."""
 import pytest
 import torch
 
-from privtrans.taft import compose as C
+from privtrans.taft import compose
 from privtrans.taft import finetune as FT
-from privtrans.taft import peft as P
+from privtrans.taft import peft
 from privtrans.taft.vit import ViT, ViTConfig
 
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)
@@ -30,7 +30,7 @@ def spec(method, **kw):
     return FT.FitSpec(method=method, tuned=1, loss="ce", rank=3, epochs=2, decay_at=(1,), **kw)
 
 
-@pytest.mark.parametrize("method", P.METHODS)
+@pytest.mark.parametrize("method", peft.METHODS)
 def test_fresh_peft_model_is_the_plain_tail_with_the_same_new_head(vit, method):
     x, _ = feats(vit)
     plain = FT.make_model(vit, spec("nlft"), 4, init_seed=3)
@@ -38,7 +38,7 @@ def test_fresh_peft_model_is_the_plain_tail_with_the_same_new_head(vit, method):
     assert torch.equal(FT.logits(plain, x), FT.logits(model, x))
 
 
-@pytest.mark.parametrize("method", P.METHODS)
+@pytest.mark.parametrize("method", peft.METHODS)
 def test_only_the_methods_own_tensors_and_the_head_train(vit, method):
     model = FT.make_model(vit, spec(method), 4, init_seed=0)
     d, r = CFG.dim, 3
@@ -47,7 +47,7 @@ def test_only_the_methods_own_tensors_and_the_head_train(vit, method):
     want = own[method] + d * 4 + 4  # and the head
     trainable = {n: p.numel() for n, p in model.named_parameters() if p.requires_grad}
     assert sum(trainable.values()) == want
-    assert all(n.startswith("head.") or P.MARKERS[method] in n for n in trainable)
+    assert all(n.startswith("head.") or peft.MARKERS[method] in n for n in trainable)
     x, y = feats(vit)
     frozen = {n: p.clone() for n, p in model.named_parameters() if not p.requires_grad}
     FT.fit(model, x, y, spec(method, lr=1e-2), seed=0, classes=4)
@@ -57,7 +57,7 @@ def test_only_the_methods_own_tensors_and_the_head_train(vit, method):
 def test_lora_equals_the_linear_layer_with_its_merged_weight():
     torch.manual_seed(0)
     base = torch.nn.Linear(6, 9)
-    lora = P.LoRALinear(base, rank=2, alpha=4.0)
+    lora = peft.LoRALinear(base, rank=2, alpha=4.0)
     with torch.no_grad():
         lora.lora_b.normal_()
     x = torch.randn(5, 6)
@@ -69,7 +69,7 @@ def test_lora_equals_the_linear_layer_with_its_merged_weight():
 def test_adapter_is_a_residual_bottleneck_after_the_layer():
     torch.manual_seed(0)
     base = torch.nn.Linear(6, 6)
-    ad = P.AdapterLinear(base, rank=2)
+    ad = peft.AdapterLinear(base, rank=2)
     with torch.no_grad():
         ad.adapter_up.weight.normal_()
     x = torch.randn(5, 6)
@@ -78,17 +78,17 @@ def test_adapter_is_a_residual_bottleneck_after_the_layer():
     assert torch.allclose(ad(x), want)
 
 
-@pytest.mark.parametrize("method", P.METHODS)
+@pytest.mark.parametrize("method", peft.METHODS)
 def test_shards_start_from_one_initialisation_and_their_average_is_not_the_ensemble(vit, method):
     x, y = feats(vit, n=40)
-    sset = C.train_shards(vit, x, y, spec(method, lr=5e-2), classes=4, shards=2, seed=0)
+    sset = compose.train_shards(vit, x, y, spec(method, lr=5e-2), classes=4, shards=2, seed=0)
     inits = [FT.trainable_state(sset.model(vit)) for _ in range(2)]
     assert all(torch.equal(inits[0][k], inits[1][k]) for k in inits[0])
     other = FT.trainable_state(FT.make_model(vit, sset.spec, 4, init_seed=sset.init_seed + 1))
-    own = [k for k in other if P.MARKERS[method] in k and not torch.all(other[k] == 0)]
+    own = [k for k in other if peft.MARKERS[method] in k and not torch.all(other[k] == 0)]
     assert own and all(not torch.equal(other[k], inits[0][k]) for k in own)  # drawn from init_seed
-    ensemble = C.shard_logits(vit, sset, x).mean(0)
-    composed = C.composed_logits(vit, sset, x)
+    ensemble = compose.shard_logits(vit, sset, x).mean(0)
+    composed = compose.composed_logits(vit, sset, x)
     assert (composed - ensemble).abs().max() > 1e-4  # non-linear in its weights, unlike TAFT
 
 
@@ -96,6 +96,6 @@ def test_bad_peft_settings_are_named():
     with pytest.raises(ValueError, match="needs tuned >= 1"):
         FT.FitSpec(method="lora", tuned=1, regime="ln")
     with pytest.raises(ValueError, match="rank must be a positive integer"):
-        P.attach(torch.nn.Module(), "lora", 0, 0)
+        peft.attach(torch.nn.Module(), "lora", 0, 0)
     with pytest.raises(ValueError, match="method must be one of"):
-        P.attach(torch.nn.Module(), "prefix", 2, 0)
+        peft.attach(torch.nn.Module(), "prefix", 2, 0)

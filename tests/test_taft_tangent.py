@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, jvp
 
-from privtrans.taft import tangent as T
+from privtrans.taft import tangent
 from privtrans.taft.vit import ViT, ViTConfig, attention
 
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)
@@ -35,7 +35,7 @@ def deltas_of(tangent_module):
 def test_linear_and_layernorm_equal_torch_jvp():
     torch.manual_seed(0)
     x, xd = torch.randn(3, 5, 16), torch.randn(3, 5, 16)
-    for base, tang in ((torch.nn.Linear(16, 7), T.TangentLinear), (torch.nn.LayerNorm(16, eps=1e-6), T.TangentLayerNorm)):
+    for base, tang in ((torch.nn.Linear(16, 7), tangent.TangentLinear), (torch.nn.LayerNorm(16, eps=1e-6), tangent.TangentLayerNorm)):
         with torch.no_grad():
             for p in base.parameters():
                 p.add_(0.3 * torch.randn_like(p))
@@ -51,7 +51,7 @@ def test_linear_and_layernorm_equal_torch_jvp():
 def test_gelu_tangent_is_the_exact_derivative_not_the_papers_typo():
     x = torch.linspace(-4, 4, 201)
     xd = torch.ones_like(x)
-    y, yd = T.gelu_tangent(x, xd)
+    y, yd = tangent.gelu_tangent(x, xd)
     torch.testing.assert_close(y, F.gelu(x))
     torch.testing.assert_close(yd, jvp(F.gelu, (x,), (xd,))[1])
     assert yd[100] == pytest.approx(0.5)  # x = 0: Φ(0), where the authors' code returns 0
@@ -64,10 +64,10 @@ def test_attention_and_block_equal_torch_jvp():
     vit = ViT(CFG)
     blk = vit.blocks[0]
     x, xd = torch.randn(2, CFG.tokens, CFG.dim), torch.randn(2, CFG.tokens, CFG.dim)
-    tb = randomise(T.TangentBlock(blk))
+    tb = randomise(tangent.TangentBlock(blk))
     d = {}
     for name, mod in tb.named_modules():
-        if isinstance(mod, (T.TangentLinear, T.TangentLayerNorm)):
+        if isinstance(mod, (tangent.TangentLinear, tangent.TangentLayerNorm)):
             plain = name.replace("attn.", "")
             d.update({f"{plain}.{k}": v for k, v in deltas_of(mod).items()})
     params = dict(blk.named_parameters())
@@ -94,7 +94,7 @@ def test_whole_model_equals_jvp_and_is_linear_in_delta():
     torch.manual_seed(2)
     vit = ViT(CFG).eval()
     images = torch.randn(3, 1, CFG.image, CFG.image)
-    tv = T.TangentViT(vit, tuned=1)
+    tv = tangent.TangentViT(vit, tuned=1)
     f0, zero = tv(images)
     torch.testing.assert_close(f0, vit(images))
     assert torch.count_nonzero(zero) == 0  # Δ = 0: f_lin = f_w0
@@ -126,7 +126,7 @@ def test_per_sample_gradients_through_the_tangent_model_equal_a_loop():
     from opacus import GradSampleModule
 
     torch.manual_seed(3)
-    tv = randomise(T.TangentViT(ViT(CFG).eval(), tuned=1), seed=4)
+    tv = randomise(tangent.TangentViT(ViT(CFG).eval(), tuned=1), seed=4)
     images, y = torch.randn(4, 1, CFG.image, CFG.image), torch.tensor([0, 1, 2, 3])
     feats = tv.features(images)
 
@@ -154,7 +154,7 @@ def test_per_sample_gradients_through_the_tangent_model_equal_a_loop():
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="tuned must be between 0 and the depth 2"):
-        T.TangentViT(ViT(CFG), tuned=3)
+        tangent.TangentViT(ViT(CFG), tuned=3)
     with pytest.raises(ValueError, match=r"images must be \(batch, 1, 8, 8\)"):
         ViT(CFG)(torch.zeros(2, 3, 8, 8))
     with pytest.raises(ValueError, match="multiple of patch"):

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from privtrans.book import trials as T
-from privtrans.book import verdicts as V
+from privtrans.book import trials
+from privtrans.book import verdicts
 
 
 def cell(mean, sd, n=5):
-    half = 2.776 * sd / n ** 0.5 if n == 5 else V._t(0.975, n - 1) * sd / n ** 0.5
+    half = 2.776 * sd / n ** 0.5 if n == 5 else verdicts._t(0.975, n - 1) * sd / n ** 0.5
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": n, "planned": n, "confidence": 0.95}
 
 
@@ -21,12 +21,12 @@ def claim(**kw):
 
 def test_a_sound_claim_passes_and_reports_its_power():
     rec = {f"c{i}": cell(0.02, 0.01) for i in range(3)}
-    r = T.interval_trials(claim(effect=0.02), rec, "dp_icl")
+    r = trials.interval_trials(claim(effect=0.02), rec, "dp_icl")
     assert r.passed, r.failures
-    assert r.null_held <= T.NOMINAL and r.cells == 3 and r.n == 5
+    assert r.null_held <= trials.NOMINAL and r.cells == 3 and r.n == 5
     assert 0.3 < r.paper_held <= 1.0 and r.effect_from == "effect"
     assert r.reversal_held == 0.0 and r.reversal_contradicted > 0.3
-    big = T.interval_trials(claim(effect=0.05), rec, "dp_icl")
+    big = trials.interval_trials(claim(effect=0.05), rec, "dp_icl")
     assert big.paper_held > r.paper_held  # power grows with the effect
 
 
@@ -34,9 +34,9 @@ def test_many_cells_without_family_control_are_caught(monkeypatch):
     """'any' of 18 cells, each at 2.5 %: a null is held about 1 - 0.975**18 = 37 % of the time."""
     rec = {f"c{i}": cell(0.0, 1.0) for i in range(18)}
     c = claim(need="any", effect=1.0)
-    assert T.interval_trials(c, rec, "dp_icl").passed
-    monkeypatch.setattr(V, "family_levels", lambda k, n: (V.ALPHA, V.ALPHA))  # the old, uncorrected rule
-    broken = T.interval_trials(c, rec, "dp_icl")
+    assert trials.interval_trials(c, rec, "dp_icl").passed
+    monkeypatch.setattr(verdicts, "family_levels", lambda k, n: (verdicts.ALPHA, verdicts.ALPHA))  # the old, uncorrected rule
+    broken = trials.interval_trials(c, rec, "dp_icl")
     assert not broken.passed and broken.null_held > 0.2 and "null: held" in broken.failures[0]
 
 
@@ -45,13 +45,13 @@ def test_all_cells_contradicted_by_one_cell_is_family_controlled():
     contradicted side one cell would contradict a true claim often; with it, rarely."""
     rec = {f"c{i}": cell(0.0, 1.0) for i in range(18)}
     truth = [0.0] * 18
-    rates = T._rates(claim(), list(rec), [5] * 18, [1.0] * 18, truth, __import__("numpy").random.default_rng(0), 400)
-    assert rates[V.CONTRADICTED] <= 0.05
+    rates = trials._rates(claim(), list(rec), [5] * 18, [1.0] * 18, truth, __import__("numpy").random.default_rng(0), 400)
+    assert rates[verdicts.CONTRADICTED] <= 0.05
 
 
 def test_a_test_that_holds_anything_fails_every_trial(monkeypatch):
-    monkeypatch.setattr(V, "cell_verdict", lambda *a, **k: V.HELD)
-    r = T.interval_trials(claim(effect=0.5), {"": cell(0.5, 0.2)}, "dp_icl")
+    monkeypatch.setattr(verdicts, "cell_verdict", lambda *a, **k: verdicts.HELD)
+    r = trials.interval_trials(claim(effect=0.5), {"": cell(0.5, 0.2)}, "dp_icl")
     assert not r.passed
     assert any(f.startswith("null") for f in r.failures) and any(f.startswith("reversal") for f in r.failures)
 
@@ -59,33 +59,33 @@ def test_a_test_that_holds_anything_fails_every_trial(monkeypatch):
 def test_a_lost_seed_that_vanishes_is_caught(monkeypatch):
     c = claim(effect=1.0)
     rec = {"": cell(1.0, 0.1)}
-    assert T.interval_trials(c, rec, "dp_icl").passed
-    monkeypatch.setattr(V, "lost", lambda cell: 0)  # a lost run no longer counted
-    r = T.interval_trials(c, rec, "dp_icl")
+    assert trials.interval_trials(c, rec, "dp_icl").passed
+    monkeypatch.setattr(verdicts, "lost", lambda cell: 0)  # a lost run no longer counted
+    r = trials.interval_trials(c, rec, "dp_icl")
     assert not r.passed and any("lost seed" in f for f in r.failures)
 
 
 def test_dropped_seeds_are_said_n_of_n():
-    r = T.interval_trials(claim(effect=1.0, lost_seeds="drop"), {"": cell(1.0, 0.1)}, "dp_icl")
+    r = trials.interval_trials(claim(effect=1.0, lost_seeds="drop"), {"": cell(1.0, 0.1)}, "dp_icl")
     assert r.passed, r.failures
 
 
 def test_a_size_claim_is_contradicted_outside_its_band():
     c = {"id": "s", "interval": "nb.d", "band": [0.1, 0.3], "effect": 0.2}
-    r = T.interval_trials(c, {"": cell(0.2, 0.02)}, "dp_icl")
+    r = trials.interval_trials(c, {"": cell(0.2, 0.02)}, "dp_icl")
     assert r.passed, r.failures
-    assert V.judge_intervals(cell(0.05, 0.005), band=(0.1, 0.3))[0] == V.CONTRADICTED  # a real gain, too small
-    assert V.judge_intervals(cell(0.2, 0.01), band=(0.1, 0.3))[0] == V.HELD
-    assert V.judge_intervals(cell(0.12, 0.05), band=(0.1, 0.3))[0] == V.INCONCLUSIVE
+    assert verdicts.judge_intervals(cell(0.05, 0.005), band=(0.1, 0.3))[0] == verdicts.CONTRADICTED  # a real gain, too small
+    assert verdicts.judge_intervals(cell(0.2, 0.01), band=(0.1, 0.3))[0] == verdicts.HELD
+    assert verdicts.judge_intervals(cell(0.12, 0.05), band=(0.1, 0.3))[0] == verdicts.INCONCLUSIVE
 
 
 def test_a_deterministic_predicate_shows_its_threshold():
     env = {"nb": SimpleNamespace(ratio=2.6, ok=True)}
     c = {"id": "p", "predicate": "nb.ratio <= 3.5 and nb.ok"}
-    r = T.predicate_trials(c, env, "dp_icl")
-    assert r.passed and r.paper_verdict == V.HELD
+    r = trials.predicate_trials(c, env, "dp_icl")
+    assert r.passed and r.paper_verdict == verdicts.HELD
     assert "`nb.ratio` moving from 2.6 to 3.5" in r.threshold or "`nb.ok`" in r.threshold
-    vacuous = T.predicate_trials({"id": "v", "predicate": "nb.ratio > 0 or True"}, env, "dp_icl")
+    vacuous = trials.predicate_trials({"id": "v", "predicate": "nb.ratio > 0 or True"}, env, "dp_icl")
     assert not vacuous.passed and "cannot be contradicted" in vacuous.failures[0]
 
 
@@ -96,30 +96,30 @@ def test_the_paper_inputs_run_through_the_claims_own_predicate(tmp_path):
     c = {"id": "q", "predicate": "nb.ours > nb.theirs",
          "paper_inputs": {"nb.ours": "P('paper_tables', table='T1', method='ours')",
                           "nb.theirs": "P('paper_tables', table='T1', method='theirs')"}}
-    r = T.predicate_trials(c, None, "dp_icl", tmp_path)
+    r = trials.predicate_trials(c, None, "dp_icl", tmp_path)
     assert not r.passed and "the paper's own numbers do not pass" in r.failures[0]
     assert r.threshold.startswith("`nb.")
     # stated as an erratum of the paper, the failure is the paper's, shown, and no trial failure
-    e = T.predicate_trials(dict(c, erratum="its own table gives 80 < 81"), None, "dp_icl", tmp_path)
-    assert e.passed and e.paper_verdict == V.CONTRADICTED and "erratum" in e.notes[0]
+    e = trials.predicate_trials(dict(c, erratum="its own table gives 80 < 81"), None, "dp_icl", tmp_path)
+    assert e.passed and e.paper_verdict == verdicts.CONTRADICTED and "erratum" in e.notes[0]
 
 
 def test_the_sentence_says_rates_and_seeds():
-    r = T.interval_trials(claim(effect=0.02), {"": cell(0.02, 0.01)}, "dp_icl").as_dict()
-    text = T.sentence(r)
+    r = trials.interval_trials(claim(effect=0.02), {"": cell(0.02, 0.01)}, "dp_icl").as_dict()
+    text = trials.sentence(r)
     assert text.startswith("this test would hold a null ") and "with 5 seeds" in text
-    assert "TRIAL FAILED" in T.sentence({**r, "passed": False, "failures": ["x"]})
+    assert "TRIAL FAILED" in trials.sentence({**r, "passed": False, "failures": ["x"]})
 
 
 @pytest.mark.parametrize("need", ["all", "any", "all but 1", 2])
 def test_no_rule_holds_a_null_beyond_the_nominal_rate(need):
     rec = {f"c{i}": cell(0.0, 1.0, n=3) for i in range(6)}
-    assert T.interval_trials(claim(need=need), rec, "dp_icl").null_held <= T.NOMINAL
+    assert trials.interval_trials(claim(need=need), rec, "dp_icl").null_held <= trials.NOMINAL
 
 
 def test_a_count_turns_at_a_whole_unit():
     env = {"nb": SimpleNamespace(failed=6, of=6)}
-    r = T.predicate_trials({"id": "n", "predicate": "nb.failed == nb.of"}, env, "dp_icl")
+    r = trials.predicate_trials({"id": "n", "predicate": "nb.failed == nb.of"}, env, "dp_icl")
     assert r.passed and r.threshold in ("`nb.failed` moving from 6 to 5", "`nb.failed` moving from 6 to 7",
                                         "`nb.of` moving from 6 to 5", "`nb.of` moving from 6 to 7")
 
@@ -127,6 +127,6 @@ def test_a_count_turns_at_a_whole_unit():
 def test_a_claim_whose_notebook_did_not_run_gets_the_cells_its_need_asks():
     """Running one notebook of a chapter leaves the others' claims without cells: the trials shape
     them from ``need`` ('all but 1' needs two cells), never a shape the rule refuses."""
-    r = T.interval_trials(claim(need="all but 1", effect=1.0), None, "dp_icl")
+    r = trials.interval_trials(claim(need="all but 1", effect=1.0), None, "dp_icl")
     assert r.cells == 2 and r.passed, r.failures
-    assert T.interval_trials(claim(need=3, effect=1.0), None, "dp_icl").cells == 3
+    assert trials.interval_trials(claim(need=3, effect=1.0), None, "dp_icl").cells == 3

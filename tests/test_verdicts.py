@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privtrans.book import verdicts as V
+from privtrans.book import verdicts
 from privtrans.book.paired import paired_difference
 
 
@@ -21,64 +21,64 @@ def test_a_null_effect_is_never_held():
     held = 0
     for _ in range(400):  # A = B plus noise: held only by the test's 2.5 % upper-tail error
         b = rng.normal(size=5)
-        held += V.judge_intervals(iv(b + rng.normal(0, 0.1, 5), b), 0.0)[0] == V.HELD
+        held += verdicts.judge_intervals(iv(b + rng.normal(0, 0.1, 5), b), 0.0)[0] == verdicts.HELD
     assert held <= 400 * 0.06
     # an exactly null, symmetric difference is never held, at any seed count
     for n in (2, 3, 5, 10):
         d = np.linspace(-1, 1, n)
-        assert V.judge_intervals(iv(d, np.zeros(n)), 0.0)[0] == V.INCONCLUSIVE
+        assert verdicts.judge_intervals(iv(d, np.zeros(n)), 0.0)[0] == verdicts.INCONCLUSIVE
 
 
 def test_held_contradicted_inconclusive_and_not_judged():
     up, down = iv([1, 2, 3, 4, 5], [0, 1, 2, 3, 4.2]), iv([1, 2, 3, 4, 5], [2, 3, 4, 5, 6.1])
     wide = iv([1, 2, 3], [0.5, 2.2, 1])
-    assert V.judge_intervals(up, 0.0)[0] == V.HELD
-    assert V.judge_intervals(down, 0.0)[0] == V.CONTRADICTED
-    assert V.judge_intervals(wide, 0.0)[0] == V.INCONCLUSIVE
-    assert V.judge_intervals(iv([1], [0]), 0.0)[0] == V.NOT_JUDGED
+    assert verdicts.judge_intervals(up, 0.0)[0] == verdicts.HELD
+    assert verdicts.judge_intervals(down, 0.0)[0] == verdicts.CONTRADICTED
+    assert verdicts.judge_intervals(wide, 0.0)[0] == verdicts.INCONCLUSIVE
+    assert verdicts.judge_intervals(iv([1], [0]), 0.0)[0] == verdicts.NOT_JUDGED
     # the margin decides, not the readout's own flag: +0.96 clears -0.5 and 0 but not 2
-    assert V.judge_intervals(up, 2.0)[0] == V.CONTRADICTED
+    assert verdicts.judge_intervals(up, 2.0)[0] == verdicts.CONTRADICTED
     # "every cell" is contradicted by one contradicted cell, held only when all clear
-    assert V.judge_intervals({"x": up, "y": down}, 0.0)[0] == V.CONTRADICTED
-    assert V.judge_intervals({"x": up, "y": wide}, 0.0)[0] == V.INCONCLUSIVE
-    assert V.judge_intervals({"x": up, "y": down}, 0.0, need=1)[0] == V.HELD
+    assert verdicts.judge_intervals({"x": up, "y": down}, 0.0)[0] == verdicts.CONTRADICTED
+    assert verdicts.judge_intervals({"x": up, "y": wide}, 0.0)[0] == verdicts.INCONCLUSIVE
+    assert verdicts.judge_intervals({"x": up, "y": down}, 0.0, need=1)[0] == verdicts.HELD
     # a partial rule reads as the rule, then the count that met it: not "1 of the 2" as if a tally
-    reason = V.judge_intervals({"x": up, "y": up, "z": down}, 0.0, need=1)[1]
+    reason = verdicts.judge_intervals({"x": up, "y": up, "z": down}, 0.0, need=1)[1]
     assert reason.startswith("held: at least 1 of the 3 cells' intervals clear the margin (2 clear the margin 0")
-    assert V.judge_intervals({"x": up, "y": up}, 0.0)[1].startswith("held: all of the 2 cells' intervals clear")
-    assert V.judge_intervals({"x": up, "y": wide, "z": down}, 0.0, need=2)[0] == V.INCONCLUSIVE
-    assert V.judge_intervals({"x": down, "y": down, "z": wide}, 0.0, need=2)[0] == V.CONTRADICTED
-    assert V.judge_intervals({"t": {"a": up, "b": up}}, 0.0)[0] == V.HELD  # nested cells
+    assert verdicts.judge_intervals({"x": up, "y": up}, 0.0)[1].startswith("held: all of the 2 cells' intervals clear")
+    assert verdicts.judge_intervals({"x": up, "y": wide, "z": down}, 0.0, need=2)[0] == verdicts.INCONCLUSIVE
+    assert verdicts.judge_intervals({"x": down, "y": down, "z": wide}, 0.0, need=2)[0] == verdicts.CONTRADICTED
+    assert verdicts.judge_intervals({"t": {"a": up, "b": up}}, 0.0)[0] == verdicts.HELD  # nested cells
     # the paper's "almost all": one cell may miss, at any grid size
-    assert V.judge_intervals({"x": up, "y": up, "z": wide}, 0.0, need="all but 1")[0] == V.HELD
-    assert V.judge_intervals({"x": up, "y": down, "z": down}, 0.0, need="all but 1")[0] == V.CONTRADICTED
+    assert verdicts.judge_intervals({"x": up, "y": up, "z": wide}, 0.0, need="all but 1")[0] == verdicts.HELD
+    assert verdicts.judge_intervals({"x": up, "y": down, "z": down}, 0.0, need="all but 1")[0] == verdicts.CONTRADICTED
 
 
 def test_a_huge_effect_against_a_tiny_spread_needs_two_seeds():
-    assert V.seeds_needed(1e-6, 1.0) == 2 and V.seeds_needed(0.0, 1.0) == 2
+    assert verdicts.seeds_needed(1e-6, 1.0) == 2 and verdicts.seeds_needed(0.0, 1.0) == 2
     wide = iv([1, 2, 3], [0.5, 2.2, 1])
-    assert "2 paired seeds would resolve" in V.judge_intervals(wide, 0.0, effect=1e6)[1]
+    assert "2 paired seeds would resolve" in verdicts.judge_intervals(wide, 0.0, effect=1e6)[1]
 
 
 def test_the_reason_is_built_from_the_interval():
     wide = iv([1, 2, 3], [0.5, 2.2, 1])
-    verdict, reason = V.judge_intervals(wide, 0.0)
+    verdict, reason = verdicts.judge_intervals(wide, 0.0)
     assert f"{wide['mean']:+.3g} [{wide['lo']:+.3g}, {wide['hi']:+.3g}]" in reason and "n = 3" in reason
     assert "contains the margin 0" in reason
-    n = V.seeds_needed(V.sd_of(wide), wide["mean"])
+    n = verdicts.seeds_needed(verdicts.sd_of(wide), wide["mean"])
     assert f"about {n} paired seeds would resolve the observed difference ({wide['mean']:+.3g} beyond" in reason
-    _, with_paper = V.judge_intervals(wide, 0.0, effect=0.5)
+    _, with_paper = verdicts.judge_intervals(wide, 0.0, effect=0.5)
     assert "would resolve the paper's difference (+0.5 beyond the margin)" in with_paper
-    _, short = V.judge_intervals(wide, 0.0, effect=50.0)  # three seeds would have resolved the paper's size
+    _, short = verdicts.judge_intervals(wide, 0.0, effect=50.0)  # three seeds would have resolved the paper's size
     assert "more seeds are not what is missing" in short and "well short of the paper's" in short
-    _, against = V.judge_intervals(iv([1, 2, 3], [1.5, 2.2, 3.4]), 0.0)
+    _, against = verdicts.judge_intervals(iv([1, 2, 3], [1.5, 2.2, 3.4]), 0.0)
     assert "points against the paper" in against
 
 
 def test_sd_is_recovered_from_the_interval():
     a, b = [1.0, 2.5, 3.0, 4.2, 5.0], [0.2, 1.0, 2.9, 3.0, 4.8]
     d = np.subtract(a, b)
-    assert V.sd_of(iv(a, b)) == pytest.approx(np.std(d, ddof=1), rel=1e-9)
+    assert verdicts.sd_of(iv(a, b)) == pytest.approx(np.std(d, ddof=1), rel=1e-9)
 
 
 @pytest.mark.parametrize("d", [0.3, 0.8, 1.5])
@@ -90,38 +90,38 @@ def test_seeds_needed_is_the_smallest_n_with_80_percent_power(d):
         p = stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
         return 1.0 if math.isnan(p) and nc > 8 else p  # the far tail, where scipy's nct gives NaN
 
-    n = V.seeds_needed(1.0, d)
+    n = verdicts.seeds_needed(1.0, d)
     assert power(n) >= 0.8 - 1e-6 and (n == 2 or power(n - 1) < 0.8)
 
 
 def test_the_paper_values_are_judged_as_exact_points():
-    assert V.judge_points(2.7, 0.0)[0] == V.HELD
-    assert V.judge_points({"a": 1.0, "b": -1.0}, 0.0)[0] == V.CONTRADICTED
-    assert V.judge_points([1.0] * 17 + [-1.0], 0.0, need=17)[0] == V.HELD
-    with pytest.raises(V.ClaimShapeError, match="need must be"):
-        V.judge_points([1.0], 0.0, need=3)
+    assert verdicts.judge_points(2.7, 0.0)[0] == verdicts.HELD
+    assert verdicts.judge_points({"a": 1.0, "b": -1.0}, 0.0)[0] == verdicts.CONTRADICTED
+    assert verdicts.judge_points([1.0] * 17 + [-1.0], 0.0, need=17)[0] == verdicts.HELD
+    with pytest.raises(verdicts.ClaimShapeError, match="need must be"):
+        verdicts.judge_points([1.0], 0.0, need=3)
 
 
 def test_predicate_reasons_name_the_compared_values():
     env = {"x": 1.5, "y": 0.0, "n": 3}
     ev = lambda t: eval(t, {}, env)  # noqa: E731 (plain eval of test-only literals)
-    assert V.predicate_reason("x > 2 and y < 1", False, ev) == "contradicted: x = 1.5 > 2 (false)"
-    assert V.predicate_reason("x > 1 and y < 1", True, ev) == "held: x = 1.5 > 1 (true); y = 0 < 1 (true)"
-    assert V.predicate_reason("n == 3 and ok", True, lambda t: eval(t, {}, dict(env, ok=True))) == \
+    assert verdicts.predicate_reason("x > 2 and y < 1", False, ev) == "contradicted: x = 1.5 > 2 (false)"
+    assert verdicts.predicate_reason("x > 1 and y < 1", True, ev) == "held: x = 1.5 > 1 (true); y = 0 < 1 (true)"
+    assert verdicts.predicate_reason("n == 3 and ok", True, lambda t: eval(t, {}, dict(env, ok=True))) == \
         "held: n = 3 == 3 (true); ok is True"
 
 
 def test_bad_interval_shapes_are_named():
-    with pytest.raises(V.ClaimShapeError, match="paired interval"):
-        V.cells(0.5)
-    with pytest.raises(V.ClaimShapeError, match="cell 'a'"):
-        V.cells({"a": 1.0})
+    with pytest.raises(verdicts.ClaimShapeError, match="paired interval"):
+        verdicts.cells(0.5)
+    with pytest.raises(verdicts.ClaimShapeError, match="cell 'a'"):
+        verdicts.cells({"a": 1.0})
 
 
 def test_identical_quantised_readings_are_inconclusive_and_the_reason_names_the_step():
     """Ties at every seed of a measure read in steps of 2 (epochs): not an exclusion of the claim."""
     tie = paired_difference([4, 4, 6, 2, 4, 6], [4, 4, 6, 2, 4, 6], resolution=2).as_dict()
-    verdict, reason = V.judge_intervals(tie, 0.0)
-    assert verdict == V.INCONCLUSIVE and "readings in steps of 2" in reason and "n = 6" in reason
+    verdict, reason = verdicts.judge_intervals(tie, 0.0)
+    assert verdict == verdicts.INCONCLUSIVE and "readings in steps of 2" in reason and "n = 6" in reason
     exact = paired_difference([4, 4, 6], [4, 4, 6]).as_dict()  # a continuous measure: [0, 0] excludes it
-    assert V.judge_intervals(exact, 0.0)[0] == V.CONTRADICTED and "steps of" not in V.judge_intervals(exact, 0.0)[1]
+    assert verdicts.judge_intervals(exact, 0.0)[0] == verdicts.CONTRADICTED and "steps of" not in verdicts.judge_intervals(exact, 0.0)[1]

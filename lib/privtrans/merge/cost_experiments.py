@@ -18,7 +18,7 @@ import torch
 
 from privtrans.book import dry
 from privtrans.shared.models.plain_gpt import VARIANT_LABELS
-from privtrans.shared.mpc import cost_model, runner
+from privtrans.shared.mpc import closed_form_cost, runner
 from privtrans.shared.mpc.meter import GROUPS, Meter
 from privtrans.shared.mpc.network import LAN, STATED_LAN, Link, modelled_time  # noqa: F401 - the stated 10 GbE link
 
@@ -113,11 +113,11 @@ def summary(df: pd.DataFrame, variants: list, n_new: int, labels: dict = VARIANT
 
 
 def closed_form_vs_paper(shape, model: str, variants: list, labels: dict = VARIANT_LABELS,
-                         root: Path | None = None, graph=cost_model.OURS) -> pd.DataFrame:
+                         root: Path | None = None, graph=closed_form_cost.OURS) -> pd.DataFrame:
     """The closed-form bytes (GiB per party) of ``graph`` at a paper shape beside the paper's Table 2 row."""
     paper = paper_table(root)
     p2 = paper[(paper.table == "Table 2") & (paper.model == model)].set_index(["variant", "group", "metric"])["value"]
-    cf = pd.DataFrame(cost_model.table(shape, variants, graph))
+    cf = pd.DataFrame(closed_form_cost.table(shape, variants, graph))
     out = {"variant": [labels[v] for v in cf.variant]}
     for g in ("Embed", "Linear", "Softmax", "Total"):
         out[f"{g} GiB (closed form)"] = cf[f"{g}_GiB"].values
@@ -193,24 +193,24 @@ def shares_table(shares: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def shape_of(sizes: dict, prefix: int, n_new: int, src: int | None = None):
-    """The ``cost_model`` shape of a job's model (``sizes``: GPTConfig fields; with ``n_enc_layers``
+    """The ``closed_form_cost`` shape of a job's model (``sizes``: GPTConfig fields; with ``n_enc_layers``
     the encoder-decoder, reading ``src`` source tokens)."""
     common = dict(vocab=sizes["vocab_size"], d=sizes["d_model"], heads=sizes["n_heads"], prefix=prefix, n_new=n_new)
     if "n_enc_layers" in sizes:
         if src is None:
             raise ValueError("an encoder-decoder shape needs the source length src")
-        return cost_model.EncDecShape(enc_layers=sizes["n_enc_layers"], dec_layers=sizes["n_layers"], src=src, **common)
-    return cost_model.Shape(layers=sizes["n_layers"], **common)
+        return closed_form_cost.EncDecShape(enc_layers=sizes["n_enc_layers"], dec_layers=sizes["n_layers"], src=src, **common)
+    return closed_form_cost.Shape(layers=sizes["n_layers"], **common)
 
 
-def network_speedups(shape, variants: list, link: Link = STATED_LAN, graph=cost_model.OURS) -> dict:
+def network_speedups(shape, variants: list, link: Link = STATED_LAN, graph=closed_form_cost.OURS) -> dict:
     """{variant: CrypTen's modelled communication time / the variant's} at ``shape`` (a paper shape),
     from closed-form bytes and rounds of ``graph`` on ``link`` (the calibrated one judges,
     ``privtrans.merge.calibration``): the speed-up the protocol fixes, free of the loopback clock,
     which on one shared CPU follows round counts and flips run to run."""
     t = {}
     for v in ["crypten", *variants]:
-        c = cost_model.generation_cost(shape, v, graph=graph)["Total"]
+        c = closed_form_cost.generation_cost(shape, v, graph=graph)["Total"]
         t[v] = link.seconds(c["bytes"], c["rounds"])
     return {v: float(t["crypten"] / t[v]) for v in variants}
 
@@ -221,7 +221,7 @@ def network_group_times(shape, variants: list, link: Link = STATED_LAN) -> dict:
     group (Embed, Linear, Softmax, Norm, Act, Gen, Other, Total)."""
     out = {}
     for v in variants:
-        c = cost_model.generation_cost(shape, v)
+        c = closed_form_cost.generation_cost(shape, v)
         out[v] = {g: float(link.seconds(x["bytes"], x["rounds"])) for g, x in c.items()}
     return out
 
@@ -238,25 +238,25 @@ def encoder_network_speedups(variants: list, vocab: int, d: int, layers: int, he
     encoder pass over ``length`` tokens (no generation): the closed form's prefix pass (``prefix =
     length``, one step), without the LM head, argmax and reveal that follow it. A public attention
     mask is local in 2PC, so the causal prefix pass costs what a bidirectional pass does."""
-    shape = cost_model.Shape(vocab=vocab, d=d, layers=layers, heads=heads, d_ff=d_ff, prefix=length, n_new=1)
+    shape = closed_form_cost.Shape(vocab=vocab, d=d, layers=layers, heads=heads, d_ff=d_ff, prefix=length, n_new=1)
     t = {}
     for v in ["crypten", *variants]:
-        c = cost_model.generation_cost(shape, v)
+        c = closed_form_cost.generation_cost(shape, v)
         t[v] = sum(link.seconds(c[g]["bytes"], c[g]["rounds"]) for g in ENCODER_GROUPS)
     return {v: t["crypten"] / t[v] for v in variants}
 
 
-def length_reading(lengths: list, link: Link, graph=cost_model.OURS) -> dict:
+def length_reading(lengths: list, link: Link, graph=closed_form_cost.OURS) -> dict:
     """Figure 4's upper row at GPT-2 on ``link`` with the baselines run as ``graph`` (ER+MM always
     as ours): {"merge" | "thex": {length: speed-up over CrypTen}, "fraction": {length: ER+MM's
-    bytes over CrypTen's}} (``cost_model.NO_KV_CACHE``: App. C.1's baselines without a KV cache)."""
+    bytes over CrypTen's}} (``closed_form_cost.NO_KV_CACHE``: App. C.1's baselines without a KV cache)."""
     out = {"merge": {}, "thex": {}, "fraction": {}}
     for n in lengths:
-        shape = cost_model.with_length(cost_model.GPT2, n)
+        shape = closed_form_cost.with_length(closed_form_cost.GPT2, n)
         sp = network_speedups(shape, ["merge", "thex"], link, graph)
         out["merge"][n], out["thex"][n] = sp["merge"], sp["thex"]
-        out["fraction"][n] = (cost_model.generation_cost(shape, "merge", graph=graph)["Total"]["bytes"]
-                              / cost_model.generation_cost(shape, "crypten", graph=graph)["Total"]["bytes"])
+        out["fraction"][n] = (closed_form_cost.generation_cost(shape, "merge", graph=graph)["Total"]["bytes"]
+                              / closed_form_cost.generation_cost(shape, "crypten", graph=graph)["Total"]["bytes"])
     return out
 
 
@@ -267,26 +267,26 @@ def size_sweep_network(layers: list, variants: list, d: int = 768, vocab: int = 
     (closed-form bytes and rounds on ``link``) and its closed-form GiB per party."""
     rows = []
     for L in layers:
-        shape = cost_model.Shape(vocab=vocab, d=d, layers=L, heads=12, d_ff=4 * d, prefix=4, n_new=total - 4)
+        shape = closed_form_cost.Shape(vocab=vocab, d=d, layers=L, heads=12, d_ff=4 * d, prefix=4, n_new=total - 4)
         sp = network_speedups(shape, [v for v in variants if v != "crypten"], link)
         row = {"layers": L, "params (M)": shape.params / 1e6}
         for v in variants:
             row[f"{v} speed-up"] = 1.0 if v == "crypten" else sp[v]
-            row[f"{v} GiB"] = cost_model.generation_cost(shape, v)["Total"]["bytes"] / cost_model.GIB
+            row[f"{v} GiB"] = closed_form_cost.generation_cost(shape, v)["Total"]["bytes"] / closed_form_cost.GIB
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def closed_form_totals(shape, variants: list) -> dict:
     """{variant: closed-form total bytes per party} at ``shape``."""
-    return {v: cost_model.generation_cost(shape, v)["Total"]["bytes"] for v in variants}
+    return {v: closed_form_cost.generation_cost(shape, v)["Total"]["bytes"] for v in variants}
 
 
 def measured_over_closed_form(bytes_t: pd.DataFrame, shape, variants: list) -> pd.DataFrame:
     """Measured / closed-form bytes per (variant, group); NaN where the closed form is 0."""
     rows = []
     for v in variants:
-        model = cost_model.generation_cost(shape, v)
+        model = closed_form_cost.generation_cost(shape, v)
         for g in ("Embed", "Linear", "Softmax", "Norm", "Act", "Gen", "Total"):
             m = bytes_t.loc[v, g] if g in bytes_t.columns else 0  # a group never entered sent nothing
             rows.append(dict(variant=v, group=g, ratio=m / model[g]["bytes"] if model[g]["bytes"] else float("nan")))
@@ -344,15 +344,15 @@ def closed_form_sweeps(lengths: list, layers: list, length_variants=("crypten", 
     rows = []
 
     def add(sweep, x, v, shape):
-        c = cost_model.generation_cost(shape, v)
-        rows.append(dict(sweep=sweep, x=x, variant=v, GiB=c["Total"]["bytes"] / cost_model.GIB,
-                         embed_GiB=c["Embed"]["bytes"] / cost_model.GIB, rounds=c["Total"]["rounds"]))
+        c = closed_form_cost.generation_cost(shape, v)
+        rows.append(dict(sweep=sweep, x=x, variant=v, GiB=c["Total"]["bytes"] / closed_form_cost.GIB,
+                         embed_GiB=c["Embed"]["bytes"] / closed_form_cost.GIB, rounds=c["Total"]["rounds"]))
 
     for total in lengths:
         for v in length_variants:
-            add("length", total, v, cost_model.with_length(cost_model.GPT2, total))
+            add("length", total, v, closed_form_cost.with_length(closed_form_cost.GPT2, total))
     for L in layers:
-        shape = cost_model.Shape(vocab=50257, d=768, layers=L, heads=12, d_ff=3072, prefix=4, n_new=124)
+        shape = closed_form_cost.Shape(vocab=50257, d=768, layers=L, heads=12, d_ff=3072, prefix=4, n_new=124)
         for v in layer_variants:
             add("params", shape.params / 1e6, v, shape)
     return pd.DataFrame(rows)
@@ -375,7 +375,7 @@ def bytes_saved_at_length(sizes: dict, prefix: int, total: int = 64) -> pd.DataF
     counting every operation and without the argmax that reveals the tokens (the paper's graph
     stops at the logits)."""
     shape = shape_of(sizes, prefix, total - prefix)
-    argmax = cost_model.rowop_cost("argmax", shape.n_new, shape.vocab)[0]
+    argmax = closed_form_cost.rowop_cost("argmax", shape.n_new, shape.vocab)[0]
     tot = closed_form_totals(shape, ["crypten", "merge"])
     rows = []
     for count, left_out in ((WITH_ARGMAX, 0), (WITHOUT_ARGMAX, argmax)):

@@ -10,7 +10,7 @@
 - ``data``: the three stand-in tasks from VADER's snippets (data/mpc_attention)
 - ``train``: teacher training and the two-stage distillation
 - ``secure``: party functions (secure encoder forward, one normaliser's cost; 2PC and 3PC)
-- ``cost``: Table 1 measurements and the LAN/WAN latency model
+- ``normaliser_cost``: Table 1 measurements and the LAN/WAN latency model
 - ``spu``, ``spu_worker``: SecretFlow SPU (Tables 1, 2, 3, 6), in its own environment
 - ``experiments``: cached teachers and students; ``readouts``: what each notebook records
 """

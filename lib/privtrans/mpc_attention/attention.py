@@ -12,7 +12,7 @@ from privtrans.shared.activations import RELU_ATTENTION_EPS
 from privtrans.shared.activations import activation as shared_activation
 
 from .encoder_ops import ACTIVATIONS, check_activation
-from .normalisers import (ATTENTIONS, EXP_FLOOR, FREEDIV, MASK_SHIFT, PAPER_FITS, QUAD_C, RECIP_MAX,  # noqa: F401
+from .normalisers import (ATTENTIONS, EXP_FLOOR, FREEDIV, PAPER_FITS, QUAD_C, RECIP_MAX,  # noqa: F401
                           UNSCALED, check_attention, denominator, key_count, normalise, shifted_scores)
 from .normalisers import LABELS as _ATTENTION_LABELS
 

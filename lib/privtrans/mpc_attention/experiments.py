@@ -211,7 +211,7 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float | N
     """
     from privtrans.shared.mpc import runner
 
-    from . import cost, secure
+    from . import normaliser_cost, secure
 
     cfgs = []
     for att, act in combos:
@@ -223,7 +223,7 @@ def secure_costs(t: dict, combos, length: int, reps: int = 1, timeout: float | N
     if timeout is None:
         timeout = SECURE_SECONDS_PER_FORWARD * len(cfgs) * max(1, reps)
     res = runner.run(secure.secure_forward, cfgs, t["state"], ids, mask, None, reps, timeout=timeout)
-    return cost.parties_meter(res)  # every party's traces: the longest chain, the busiest link one way
+    return normaliser_cost.parties_meter(res)  # every party's traces: the longest chain, the busiest link one way
 
 
 def spu_model_costs(t: dict, combos, length: int, seed: int, protocol: str = "ABY3") -> list[dict]:

@@ -27,9 +27,10 @@ f(n) = a·nᵇ is fitted offline (``fit``); the paper's constants are ``PAPER_FI
 CrypTen's fixed point decides the public scalings (appendix A of the paper runs CrypTen's
 approximations too); each is exact in the ratio, so the plaintext value is unchanged:
 
-- masked keys get ``MASK_SHIFT`` (-30) added before the max, never -1e4: CrypTen's exp is garbage
-  below about -511 (``EXP_FLOOR``); the exp output is then multiplied by the 0/1 mask, so masked
-  keys give exactly 0. A padded key is removed multiplicatively, never by an additive mask alone.
+- masked keys get ``MASK_VALUE`` (-30, from ``privtrans.shared.activations``) added before the
+  max, never -1e4: CrypTen's exp is garbage below about -511 (``EXP_FLOOR``); the exp output is
+  then multiplied by the 0/1 mask, so masked keys give exactly 0. A padded key is removed
+  multiplicatively, never by an additive mask alone.
 - CrypTen's Newton reciprocal is correct only for inputs in about (0, 128] (``RECIP_MAX``): 2Quad's
   row sum (about 84 n^0.72, 2 700 at n = 128) is taken of ``((x+c)/(c sqrt(n)))^2``, i.e. divided
   by the public c^2 n first; 2ReLU's row sum is divided by n.
@@ -43,7 +44,7 @@ import math
 from numbers import Real
 from typing import NamedTuple
 
-from privtrans.shared.activations import RELU_ATTENTION_EPS
+from privtrans.shared.activations import MASK_VALUE, RELU_ATTENTION_EPS
 
 from .ops import TENSOR
 
@@ -57,7 +58,6 @@ LABELS = {"softmax": "Softmax", "2relu": "2ReLU", "2quad": "2Quad", "scaling": "
 #: each freeDiv variant and the variant whose reciprocal it removes
 FREEDIV = {"softmax_freediv": "softmax", "2quad_freediv": "2quad"}
 QUAD_C = 5.0          # MPCFormer's shift in (x + c)²
-MASK_SHIFT = -30.0    # added to masked scores before the max (CrypTen's exp is valid down to ~-511)
 EXP_FLOOR = -511.0    # below this CrypTen's exp (1 + x/256)^256 is garbage
 RECIP_MAX = 128.0     # above this CrypTen's Newton reciprocal is garbage
 
@@ -101,9 +101,9 @@ def key_count(x, mask01, ops=TENSOR):
 
 
 def shifted_scores(x, mask01, ops=TENSOR):
-    """x - max(x) over unmasked keys: what softmax variants feed to exp (>= MASK_SHIFT - spread)."""
+    """x - max(x) over unmasked keys: what softmax variants feed to exp (>= MASK_VALUE - spread)."""
     if mask01 is not None:
-        x = x + (1.0 - mask01) * MASK_SHIFT
+        x = x + (1.0 - mask01) * MASK_VALUE
     return x - ops.rowmax(x)
 
 

@@ -18,30 +18,21 @@ f(n) into numbers of the back-end's kind.
 
 from __future__ import annotations
 
+from privtrans.shared.activations import Methods
+
 
 def is_secure(t) -> bool:
     """Whether ``t`` is a CrypTen share rather than a plaintext tensor."""
     return hasattr(t, "get_plain_text")
 
 
-class TensorOps:
-    """torch tensors and CrypTen shares: the tensor methods both have."""
+class TensorOps(Methods):
+    """torch tensors and CrypTen shares: the tensor methods both have (``square``, ``tanh`` and
+    ``relu`` are the activations' own, ``privtrans.shared.activations.Methods``)."""
 
     @staticmethod
     def exp(x):
         return x.exp()
-
-    @staticmethod
-    def relu(x):
-        return x.relu()
-
-    @staticmethod
-    def square(x):
-        return x.square()
-
-    @staticmethod
-    def tanh(x):
-        return x.tanh()
 
     @staticmethod
     def rowsum(x):

@@ -130,7 +130,7 @@ REPLACED = ("Softmax", "Act")  # the groups a scheme replaces; the others are th
 
 
 def lan_seconds(group: dict) -> float:
-    from .cost import NETWORKS, latency
+    from .normaliser_cost import NETWORKS, latency
 
     return latency(group["bytes"], group["rounds"], **NETWORKS["LAN"])
 
@@ -230,7 +230,7 @@ def per_head_extension(all_layers: list, per_head: list) -> dict:
 def spu_schemes(rows: list[dict]) -> dict:
     """Tables 2, 3, 6 in SecretFlow SPU (``experiments.spu_model_costs`` rows): LAN-model speed-up
     of each combination over Softmax + GeLU, and the ratios the claims read."""
-    from .cost import NETWORKS, latency
+    from .normaliser_cost import NETWORKS, latency
 
     lan = {f"{r['attention']}+{r['activation']}": latency(r["bytes"], r["rounds"], **NETWORKS["LAN"]) for r in rows}
     base = lan.get("softmax+gelu")

@@ -24,6 +24,12 @@ GELU_K = 0.044715
 #: below CrypTen's 2^-16 step). MERGE adds it to the raw sum (``models.plain_gpt``, ``mpc.layers``:
 #: sf2relu, thex); the MPC-attention chapter to the sum scaled by 1/n (its ``normalisers``).
 RELU_ATTENTION_EPS = 1e-2
+#: added to the scores of masked keys before a softmax, in every back-end: finite, never -1e4.
+#: CrypTen's exp is the limit approximation (1 + x/2^8)^(2^8), wrong for x < -256 and unbounded
+#: below about -511 (a -1e4 mask gives errors ~1e8); after max-subtraction exp(-30) is below the
+#: 2^-16 fixed-point step anyway. MERGE's models add it (``models.plain_gpt``, ``mpc.layers``); the
+#: MPC-attention chapter also multiplies the exp by the 0/1 mask (its ``normalisers``).
+MASK_VALUE = -30.0
 
 
 class Methods:

@@ -12,7 +12,7 @@ and readouts.
 - ``dp``: full-batch DP gradient descent on the tangent Δ or the original weights (Table 3)
 - ``peft``: Adapter and LoRA on the tuned block
 - ``cnn``, ``cnn_bench``: the small CNN and its linearisation (Table 7) and its cached runs
-- ``cost``: what a tangent model costs per example against the plain one (Table 8)
+- ``tangent_cost``: what a tangent model costs per example against the plain one (Table 8)
 - ``experiments``: the runs the notebooks share, through the run cache (its source keys them)
 - ``tables``: our numbers laid out as the paper's tables (presentation only, keys nothing)
 - ``paper``: the paper's numbers, read from the cited files in ``data/taft/``

@@ -1,7 +1,7 @@
 """How fast this machine ran a fixed reference workload, written beside the notebooks' seconds.
 
 The same unchanged notebooks took 1.5 times as long in one cold build as in another on the "same"
-2-core machine (2026-11-25 and -26): shared hosts differ from day to day, so a build's minutes
+2-core machine on consecutive days: shared hosts differ from day to day, so a build's minutes
 alone cannot say whether the book got slower. ``reference_seconds`` times a fixed single-thread
 workload of the book's kind (small float32 matrix products and element-wise ops in torch, and a
 pure-Python loop); the summary records it, and two builds' minutes compare after dividing by it.

@@ -46,16 +46,23 @@ def count(summary: dict) -> str:
             + f" (profile {summary.get('profile')}, seed {summary.get('seed')})")
 
 
+def print_differences(old: tuple[str, dict], new: tuple[str, dict], none: str) -> int:
+    """Print two labelled builds' counts and the verdicts that differ (or ``none``); the exit status
+    a command returns: 1 when a verdict differs."""
+    (old_label, old_summary), (new_label, new_summary) = old, new
+    print(f"{old_label}: {count(old_summary)}\n{new_label}: {count(new_summary)}")
+    lines = differences(old_summary, new_summary)
+    print("\n".join(lines) if lines else none)
+    return 1 if lines else 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
         print(__doc__.splitlines()[0], file=sys.stderr)
         return 2
     old, new = (json.loads(Path(p).read_text()) for p in argv)
-    print(f"old: {count(old)}\nnew: {count(new)}")
-    lines = differences(old, new)
-    print("\n".join(lines) if lines else "no verdict differs")
-    return 1 if lines else 0
+    return print_differences(("old", old), ("new", new), "no verdict differs")
 
 
 if __name__ == "__main__":

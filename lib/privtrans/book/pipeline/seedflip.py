@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import stopping
 from ..chapters import check_profile, check_seed, get
 from ..paths import repo_root
-from .compare import count, differences
+from .compare import print_differences
 
 SPU_ENV = "PRIVTRANS_SPU_PYTHON"  # the MPC-attention chapter's spu module reads it (the machinery imports no chapter)
 COPY_IGNORE = shutil.ignore_patterns(".venv", ".venv-*", "_build", "_executed", "_generated", ".git",
@@ -91,10 +91,7 @@ def main(argv=None) -> int:
     old = baseline(a.against or root / "_build" / "summary.json", chapter, profile, seed)
     new = build_at_seed(root, chapter, profile, seed)
     old, new = only(old, chapter), only(new, chapter)
-    print(f"seed {old.get('seed')}: {count(old)}\nseed {seed}: {count(new)}")
-    lines = differences(old, new)
-    print("\n".join(lines) if lines else "no verdict flips")
-    return 1 if lines else 0
+    return print_differences((f"seed {old.get('seed')}", old), (f"seed {seed}", new), "no verdict flips")
 
 
 if __name__ == "__main__":

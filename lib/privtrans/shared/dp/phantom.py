@@ -6,7 +6,7 @@ DP-SGD needs ‖g_i‖ for every sample i. Ghost clipping (Li et al. 2022) gets 
 layer's per-sample gradient gᵢ = Σ_t g_t a_tᵀ from two T×T Gram matrices, but it treats each
 module on its own: when one weight E is used twice, as in a recommender whose item embedding is
 tied to the output layer, ‖g_E‖² also has a cross term, and opacus 1.6 refuses the tie in ghost
-mode. DPFormer's Phantom Clipping (Claim 3.1, corrected: see the chapter notes) writes
+mode. DPFormer's Phantom Clipping (Claim 3.1, corrected: notebooks/dpformer/02_claim31_phantom_exact.md) writes
 
     ‖g_E‖² = N1 + N2 + 2·N3,
     N1 = Σ_{t,u} 1[s_t = s_u] ⟨∇e_t, ∇e_u⟩          (input lookup, ghost identity)

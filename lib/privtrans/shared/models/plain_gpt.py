@@ -62,17 +62,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from privtrans.shared.activations import RELU_ATTENTION_EPS
+from privtrans.shared.activations import MASK_VALUE, RELU_ATTENTION_EPS
 from privtrans.shared.activations import activation as shared_activation
 
 ATTENTIONS = ("softmax", "sf2relu", "sf2quad", "thex", "constant")
 ACTS = ("gelu", "quad", "relu")
 NORMS = ("ln", "affine")
 
-#: softmax inputs are masked additively with this (finite) value in both twins. CrypTen's exp is
-#: the limit approximation (1 + x/2^8)^(2^8), which diverges for x < -256 (a -1e4 mask gives
-#: errors ~1e8); after max-subtraction exp(-30) is below the 2^-16 fixed-point step anyway.
-MASK_VALUE = -30.0
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@
   with CrypTensor ops
 - ``secure_encdec``: the same for ``privtrans.shared.models.plain_encdec``
 - ``parties``: party functions (private forward / generation, probes) used by tests and notebooks
-- ``cost_model``: closed-form bytes/rounds of private generation (exact vs CrypTen's counter)
+- ``closed_form_cost``: closed-form bytes/rounds of private generation (exact vs CrypTen's counter)
 
 Importing this package does not import crypten; ``compat`` does that on first use.
 """

@@ -36,8 +36,8 @@ import math
 import torch
 
 from privtrans.book import dry
-from privtrans.shared.activations import RELU_ATTENTION_EPS, activation
-from privtrans.shared.models.plain_gpt import MASK_VALUE, TinyGPT, causal_mask
+from privtrans.shared.activations import MASK_VALUE, RELU_ATTENTION_EPS, activation
+from privtrans.shared.models.plain_gpt import TinyGPT, causal_mask
 
 from . import compat
 from .meter import NullMeter

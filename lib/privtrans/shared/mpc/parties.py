@@ -155,7 +155,7 @@ def generation_report(variant: str = "merge", sizes: dict | None = None, prefix:
 
 
 def nonlinear_probe(shapes: dict | None = None, seed: int = 0) -> dict:
-    """Bytes and rounds of each nonlinear op group at a few shapes (fits ``cost_model`` constants).
+    """Bytes and rounds of each nonlinear op group at a few shapes (fits ``closed_form_cost`` constants).
 
     Returns {op: [(shape, bytes, rounds), ...]} measured through ``SecureGPT``'s own op code.
     """

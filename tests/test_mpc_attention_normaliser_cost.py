@@ -7,8 +7,8 @@ isend and an irecv as two rounds, and both directions of a reveal) are kept besi
 import pytest
 import torch
 
-from privtrans.mpc_attention import attention as A
-from privtrans.mpc_attention import cost, experiments
+from privtrans.mpc_attention import attention
+from privtrans.mpc_attention import normaliser_cost, experiments
 
 
 def ring(rank, n, w=3):
@@ -20,20 +20,20 @@ def test_protocol_counts_read_the_traces_not_crypten_counters():
     per_party = [dict(rounds=4, bytes=64, seconds=0.5, trace=ring(0, 4) * 2),
                  dict(rounds=5, bytes=96, seconds=0.4, trace=ring(1, 4) * 2),
                  dict(rounds=4, bytes=64, seconds=0.7, trace=ring(2, 4) * 2)]
-    c = cost.protocol_counts(per_party)
+    c = normaliser_cost.protocol_counts(per_party)
     assert (c["rounds"], c["bytes"], c["bytes_total"]) == (2, 2 * 4 * 8, 3 * 2 * 4 * 8)
     assert c["crypten_rounds"] == 5 and c["crypten_bytes"] == 112 and c["seconds"] == 0.7
     # 2PC: a reveal each way; bytes per direction are half CrypTen's per-party count
     two = [dict(rounds=1, bytes=2 * 3 * 8, trace=[("send", 1, 3), ("recv", 1, 3)]),
            dict(rounds=1, bytes=2 * 3 * 8, trace=[("send", 0, 3), ("recv", 0, 3)])]
-    c = cost.protocol_counts(two)
-    assert c["rounds"] == 1 and c["bytes"] == cost.link_bytes_2pc(two[0]["bytes"]) == 24
+    c = normaliser_cost.protocol_counts(two)
+    assert c["rounds"] == 1 and c["bytes"] == normaliser_cost.link_bytes_2pc(two[0]["bytes"]) == 24
     with pytest.raises(ValueError, match="no party"):
-        cost.protocol_counts([])
+        normaliser_cost.protocol_counts([])
     with pytest.raises(ValueError, match="no message trace"):
-        cost.protocol_counts([dict(rounds=1, bytes=2)])
+        normaliser_cost.protocol_counts([dict(rounds=1, bytes=2)])
     with pytest.raises(ValueError, match="even"):
-        cost.link_bytes_2pc(3)
+        normaliser_cost.link_bytes_2pc(3)
 
 
 def _fake_parties(kinds, n, heads=4, **kw):
@@ -47,7 +47,7 @@ def _fake_parties(kinds, n, heads=4, **kw):
         for i, k in enumerate(kinds):
             r[k] = {"rounds": 10 * i + 2 + extra_rounds, "bytes": nbytes * (i + 1), "seconds": 0.1 * (rank + 1),
                     "trace": ring(rank, n) * (i + 1),
-                    "plain": A.normalise(k, x, ones, A.PAPER_FITS.get(A.FREEDIV.get(k)))}
+                    "plain": attention.normalise(k, x, ones, attention.PAPER_FITS.get(attention.FREEDIV.get(k)))}
         out.append(r)
     return out
 
@@ -59,11 +59,11 @@ def test_measure_reads_every_party(monkeypatch):
         calls.append(world_size)
         return _fake_parties(kinds, n, **kw)
 
-    monkeypatch.setattr(cost.runner, "run", fake_run)
-    df = cost.measure([8], heads=4, parties=3, reps=1)
+    monkeypatch.setattr(normaliser_cost.runner, "run", fake_run)
+    df = normaliser_cost.measure([8], heads=4, parties=3, reps=1)
     assert calls == [3]
     row = df.set_index("variant")
-    for i, k in enumerate(A.ATTENTIONS):
+    for i, k in enumerate(attention.ATTENTIONS):
         # rounds: the chain of i + 1 multiplications (not the busiest party's 10 i + 42 calls)
         assert row.loc[k, "rounds"] == i + 1 and row.loc[k, "crypten_rounds"] == 10 * i + 42, k
         assert row.loc[k, "bytes"] == (i + 1) * 8 * 8 and row.loc[k, "bytes_total"] == 3 * (i + 1) * 8 * 8, k

@@ -16,7 +16,7 @@ import torch
 
 from privtrans.book.runcache import RunCache, code_modules
 from privtrans.taft import data
-from privtrans.taft import experiments as X
+from privtrans.taft import experiments
 from privtrans.taft import finetune as FT
 from privtrans.taft.pretrain import PretrainSpec
 from privtrans.taft.vit import ViT, ViTConfig
@@ -118,7 +118,7 @@ def test_seconds_are_the_together_time_shared():
     assert len({r.seconds for r in rs}) == 1 and rs[0].seconds > 0
 
 
-class TinyBench(X.Bench):
+class TinyBench(experiments.Bench):
     """A Bench on the tiny ViT and a random 4-class task (no pretraining, no dataset)."""
 
     def __post_init__(self):
@@ -133,13 +133,13 @@ class TinyBench(X.Bench):
 
 def test_runner_stores_each_seed_under_the_single_run_key(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVTRANS_WORKERS", "1")
-    assert "privtrans.shared.seeds_together" in code_modules(X.CODE)
+    assert "privtrans.shared.seeds_together" in code_modules(experiments.CODE)
     s = spec("taft", lr=1e-3, epochs=2)
     bench = TinyBench({}, 0, {}, None, cache=RunCache("taft", root=tmp_path / "together"))
     calls = []
     together = FT.fit_together
     monkeypatch.setattr(FT, "fit_together", lambda *a, **kw: calls.append(a[4]) or together(*a, **kw))
-    runs = X.fit_runs(bench, [("toy", s, i, "test") for i in SEEDS] + [("toy", s, 0, "val")])
+    runs = experiments.fit_runs(bench, [("toy", s, i, "test") for i in SEEDS] + [("toy", s, 0, "val")])
     assert calls == [SEEDS]  # the three test-split seeds in one stack; the val run alone
     assert len(list((tmp_path / "together").glob("fit-*.pt"))) == 4
 
@@ -153,7 +153,7 @@ def test_runner_stores_each_seed_under_the_single_run_key(tmp_path, monkeypatch)
         assert bench.fit_run("toy", s, i) == r
     assert bench.cache.hits == hits + len(SEEDS)
     assert bench.missing_seeds("toy", s, SEEDS + [7]) == [7]
-    assert X.fit_runs(bench, [("toy", s, 1, "test")]) == [runs[1]]
+    assert experiments.fit_runs(bench, [("toy", s, 1, "test")]) == [runs[1]]
     monkeypatch.undo()
 
     # the same runs made one by one (another cache) agree with what the together run stored

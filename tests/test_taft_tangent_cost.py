@@ -1,4 +1,4 @@
-"""Table 8's cost measurement (privtrans.taft.cost): NLFT and TAFT tune the same weights (the same
+"""Table 8's cost measurement (privtrans.taft.tangent_cost): NLFT and TAFT tune the same weights (the same
 count, a closed form of the width), start equal, and are fed from the same cut; a train step trains
 the tail and only the tail, inference trains nothing; feeding from images runs the frozen part on
 every call, feeding from the cache never; the time per example is the median of the timed calls over
@@ -12,7 +12,7 @@ import types
 import pytest
 import torch
 
-from privtrans.taft import cost
+from privtrans.taft import tangent_cost
 from privtrans.taft import finetune as FT
 from privtrans.taft.vit import ViT, ViTConfig
 
@@ -52,7 +52,7 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch):
     c = FakeClock()
-    monkeypatch.setattr(cost, "time", types.SimpleNamespace(perf_counter=c.perf_counter))
+    monkeypatch.setattr(tangent_cost, "time", types.SimpleNamespace(perf_counter=c.perf_counter))
     return c
 
 
@@ -60,8 +60,8 @@ def clock(monkeypatch):
 def feature_calls(monkeypatch):
     """Every call of the frozen part: (number of images, cut)."""
     calls = []
-    real = cost.features
-    monkeypatch.setattr(cost, "features", lambda v, images, cut: calls.append((len(images), cut)) or real(v, images, cut))
+    real = tangent_cost.features
+    monkeypatch.setattr(tangent_cost, "features", lambda v, images, cut: calls.append((len(images), cut)) or real(v, images, cut))
     return calls
 
 
@@ -74,8 +74,8 @@ def n_tuned_weights(d, tuned, classes, mlp=4):
 
 @pytest.mark.parametrize("tuned", [1, 2])
 def test_both_tails_tune_the_same_weights_from_the_same_cut_and_start_equal(vit, tuned):
-    tails = cost.tails(vit, CLASSES, tuned)
-    assert list(tails) == list(cost.METHODS) == ["NLFT", "TAFT"]
+    tails = tangent_cost.tails(vit, CLASSES, tuned)
+    assert list(tails) == list(tangent_cost.METHODS) == ["NLFT", "TAFT"]
     nlft, taft = tails["NLFT"], tails["TAFT"]
     assert isinstance(nlft, FT.PlainTail) and isinstance(taft, FT.TangentTail)
     want = n_tuned_weights(CFG.dim, tuned, CLASSES)
@@ -94,38 +94,38 @@ def test_both_tails_tune_the_same_weights_from_the_same_cut_and_start_equal(vit,
 def test_an_unknown_feed_names_the_allowed_values(vit):
     images, y = batch()
     with pytest.raises(ValueError, match=r"feed must be one of \('images', 'cached'\), got 'disk'"):
-        cost.per_example(vit, cost.tails(vit, CLASSES)["TAFT"], images, y, feed="disk", train=True)
+        tangent_cost.per_example(vit, tangent_cost.tails(vit, CLASSES)["TAFT"], images, y, feed="disk", train=True)
 
 
 def test_time_per_example_is_the_median_timed_call_over_the_batch(vit, monkeypatch):
     images, y = batch(4)
-    tail = cost.tails(vit, CLASSES)["NLFT"]
+    tail = tangent_cost.tails(vit, CLASSES)["NLFT"]
     # three timed calls (after two untimed warm-up calls) of 0.5, 0.125 and 0.25 s: median 0.25 s
     c = FakeClock(readings=[10.0, 10.5, 20.0, 20.125, 30.0, 30.25])
-    monkeypatch.setattr(cost, "time", types.SimpleNamespace(perf_counter=c.perf_counter))
+    monkeypatch.setattr(tangent_cost, "time", types.SimpleNamespace(perf_counter=c.perf_counter))
     calls = []
     tail.register_forward_hook(lambda *a: calls.append(1))
-    assert cost.per_example(vit, tail, images, y, feed="cached", train=False, repeats=3) == 0.25 / 4
+    assert tangent_cost.per_example(vit, tail, images, y, feed="cached", train=False, repeats=3) == 0.25 / 4
     assert c.calls == 6 and len(calls) == 2 + 3
 
 
-@pytest.mark.parametrize("method", cost.METHODS)
+@pytest.mark.parametrize("method", tangent_cost.METHODS)
 def test_a_train_step_trains_the_tail_only_and_inference_nothing(vit, clock, feature_calls, method):
     images, y = batch(5)
-    tail = cost.tails(vit, CLASSES, tuned=2)[method]
+    tail = tangent_cost.tails(vit, CLASSES, tuned=2)[method]
     frozen = {k: v.clone() for k, v in vit.state_dict().items()}
     before = {k: v.clone() for k, v in tail.state_dict().items()}
     steps = []
     tail.register_forward_hook(lambda *a: steps.append(tail.training))
 
-    s = cost.per_example(vit, tail, images, y, feed="cached", train=False, repeats=4)
+    s = tangent_cost.per_example(vit, tail, images, y, feed="cached", train=False, repeats=4)
     assert s == 0.25 / 5 and steps == [False] * 6  # 2 warm-up + 4 timed forward passes, in eval mode
     assert all(torch.equal(v, before[k]) for k, v in tail.state_dict().items())
     assert feature_calls == [(5, CFG.depth - 2)]  # cached: the frozen part ran once, up to the cut
 
     steps.clear()
     feature_calls.clear()
-    s = cost.per_example(vit, tail, images, y, feed="images", train=True, repeats=4)
+    s = tangent_cost.per_example(vit, tail, images, y, feed="images", train=True, repeats=4)
     assert s == 0.25 / 5 and steps == [True] * 6
     # images: the frozen part once for the cache and once per call (2 warm-up + 4 timed)
     assert feature_calls == [(5, CFG.depth - 2)] * (1 + 6)
@@ -137,8 +137,8 @@ def test_a_train_step_trains_the_tail_only_and_inference_nothing(vit, clock, fea
 
 def test_table_has_one_row_per_batch_feed_phase_and_method_in_order(vit, clock, feature_calls):
     images, y = batch(6)
-    rows = cost.table(vit, images, y, CLASSES, batches=(1, 4), repeats=2, tuned=1)
-    assert len(rows) == 2 * len(cost.FEEDS) * 2 * len(cost.METHODS) == 16
+    rows = tangent_cost.table(vit, images, y, CLASSES, batches=(1, 4), repeats=2, tuned=1)
+    assert len(rows) == 2 * len(tangent_cost.FEEDS) * 2 * len(tangent_cost.METHODS) == 16
     want = [(b, f, p, m) for b in (1, 4) for f in ("images", "cached") for p in ("train", "inference")
             for m in ("NLFT", "TAFT")]
     assert [(r["batch"], r["feed"], r["phase"], r["method"]) for r in rows] == want
@@ -153,15 +153,15 @@ def test_table_has_one_row_per_batch_feed_phase_and_method_in_order(vit, clock, 
 
 def test_rounds_repeat_every_row_with_the_methods_order_alternating(vit, clock, feature_calls):
     images, y = batch(6)
-    rows = cost.table(vit, images, y, CLASSES, batches=(1,), repeats=1, tuned=1, rounds=3)
-    assert [r["round"] for r in rows] == [r for r in range(3) for _ in range(len(cost.FEEDS) * 2 * 2)]
+    rows = tangent_cost.table(vit, images, y, CLASSES, batches=(1,), repeats=1, tuned=1, rounds=3)
+    assert [r["round"] for r in rows] == [r for r in range(3) for _ in range(len(tangent_cost.FEEDS) * 2 * 2)]
     firsts = [rows[i]["method"] for i in range(0, len(rows), 2)]
     assert firsts == ["NLFT"] * 4 + ["TAFT"] * 4 + ["NLFT"] * 4  # a load on the machine hits both
     with pytest.raises(ValueError, match="rounds must be a positive integer"):
-        cost.table(vit, images, y, CLASSES, batches=(1,), repeats=1, rounds=0)
+        tangent_cost.table(vit, images, y, CLASSES, batches=(1,), repeats=1, rounds=0)
 
 
 def test_a_batch_larger_than_the_images_is_refused(vit, clock):
     images, y = batch(3)
     with pytest.raises(ValueError, match="batch 4 is larger than the 3 images given"):
-        cost.table(vit, images, y, CLASSES, batches=(1, 4), repeats=1)
+        tangent_cost.table(vit, images, y, CLASSES, batches=(1, 4), repeats=1)

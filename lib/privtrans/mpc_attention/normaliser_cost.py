@@ -12,7 +12,7 @@ CrypTen's per-party counter logs an isend and an irecv per operand), its **bytes
 direction (8 B a ring element: a party's sends averaged over the parties; ``bytes_total``: every
 link; ``bytes_busiest_link``). In 2PC every
 message is a reveal exchanged both ways, so rounds equal CrypTen's count and bytes are half its
-per-party count (``link_bytes_2pc`` turns the closed form ``cost_model.normaliser_cost``, which
+per-party count (``link_bytes_2pc`` turns the closed form ``closed_form_cost.normaliser_cost``, which
 gives CrypTen's count, into them). CrypTen's own counters are kept beside (``crypten_rounds``: the
 busiest party's; ``crypten_bytes``: the parties' counts summed and halved). Seconds are the
 slowest party's.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from privtrans.shared.mpc import cost_model, runner, trace
+from privtrans.shared.mpc import closed_form_cost, runner, trace
 from privtrans.shared.mpc.network import LINKS, modelled_time
 
 from . import attention
@@ -109,11 +109,11 @@ def measure(ns, heads: int, parties: int = 2, reps: int = 3, seed: int = 0, kind
 
 
 def closed_form(ns, heads: int) -> pd.DataFrame:
-    """2PC rounds and bytes per link per direction from ``cost_model.normaliser_cost`` (no processes)."""
+    """2PC rounds and bytes per link per direction from ``closed_form_cost.normaliser_cost`` (no processes)."""
     rows = []
     for n in ns:
         for k in attention.ATTENTIONS:
-            b, r = cost_model.normaliser_cost(k, heads * n, n)
+            b, r = closed_form_cost.normaliser_cost(k, heads * n, n)
             rows.append(dict(n=n, variant=k, bytes=link_bytes_2pc(b), rounds=r))
     return pd.DataFrame(rows)
 

@@ -27,8 +27,8 @@ separate Q, K and V projections, a BatchNorm stand-in (an affine map in eval mod
 LayerNorm and none in the merged graph, a softmax over the vocabulary before each vanilla argmax,
 no reveal, and ER that embeds prefix[:-1] and the last prefix token apart, runs every new token
 through the layers and ends with one LM head over all positions and no argmax. Its counts are the
-rounds that go with the paper's printed bytes (the paper prints no rounds): the MERGE link is
-calibrated on them (the MERGE chapter's ``calibration`` module).
+rounds that go with the paper's printed bytes (the paper prints no rounds): the MERGE chapter
+calibrates its link on them.
 """
 
 from __future__ import annotations

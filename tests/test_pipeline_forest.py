@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privtrans.book import verdicts as V
+from privtrans.book import verdicts
 from privtrans.book.paired import paired_difference
 from privtrans.book.pipeline import forest
 
@@ -16,8 +16,8 @@ def test_a_cell_clears_zero_on_the_plot_exactly_when_it_clears_its_margin(tmp_pa
         b = rng.normal(size=n)
         cell = paired_difference(list(b + rng.normal(rng.normal(0, 0.5), 0.3, n)), list(b)).as_dict()
         z, lo, hi = forest.standardised(cell, margin)
-        verdict = V.cell_verdict(cell, margin)
-        assert (lo > 1e-9) <= (verdict == V.HELD) and (hi < -1e-9) <= (verdict == V.CONTRADICTED)
+        verdict = verdicts.cell_verdict(cell, margin)
+        assert (lo > 1e-9) <= (verdict == verdicts.HELD) and (hi < -1e-9) <= (verdict == verdicts.CONTRADICTED)
         assert lo <= z <= hi
     rows = [{"id": "a", "kind": "reproduction", "margin": 0.0, "verdict": "held", "cells": {"": cell}},
             {"id": "b", "kind": "check", "margin": 0.0, "verdict": "held", "cells": {"": cell}}]

@@ -1,4 +1,5 @@
-"""The `paper` profile is known to start: its settings have the keys the `ci` code reads (a missing or
+"""privtrans.book.profiles: bad profile names and seeds are refused, every experiment and notebook has
+every profile. The `paper` profile is known to start: its settings have the keys the `ci` code reads (a missing or
 misspelt key fails here, not hours into a GPU run), and every typed spec the chapters build from
 their settings builds at `paper` as at `ci` (the same constructors the code runs; an unknown key is
 refused by name)."""
@@ -9,6 +10,8 @@ import re
 import pytest
 
 from privtrans.book import chapters, profiles
+from privtrans.book.pipeline.discover import discover
+
 
 PROFILES = ("ci", "paper")
 
@@ -132,18 +135,18 @@ def _merge_specs(cfg: dict) -> int:
 def _dp_icl_specs(cfg: dict) -> int:
     """NoisyHead's ``constants.Hyper`` for every problem size the settings name, through the
     constructor its notebook calls (which one follows from the keys each figure's settings carry)."""
-    from privtrans.dp_icl import constants as K
+    from privtrans.dp_icl import constants
 
     if "step_factor" in cfg:  # Figure 6
-        hps = [K.text(cfg["n_train"], cfg["L"], cfg["D"], cfg["lam"], cfg["step_factor"])]
+        hps = [constants.text(cfg["n_train"], cfg["L"], cfg["D"], cfg["lam"], cfg["step_factor"])]
     elif "lam" in cfg:  # Figure 4, at its own lambda and where the theorem applies
-        hps = [K.robustness(cfg["N"], cfg["L"], cfg["D"], lam) for lam in (cfg["lam"], cfg["theorem_lam"])]
+        hps = [constants.robustness(cfg["N"], cfg["L"], cfg["D"], lam) for lam in (cfg["lam"], cfg["theorem_lam"])]
     elif "Ns" in cfg and "T" in cfg:  # Figure 2
-        hps = [K.high_dim(n, cfg["T"]) for n in cfg["Ns"]]
+        hps = [constants.high_dim(n, cfg["T"]) for n in cfg["Ns"]]
     elif "Ts" in cfg:  # Figure 3
-        hps = [K.over_param(cfg["N"], t) for t in cfg["Ts"]]
+        hps = [constants.over_param(cfg["N"], t) for t in cfg["Ts"]]
     else:  # Figure 1, Figure 5, Table 1, the accountants
-        hps = [K.low_dim(n) for n in cfg["Ns"]]
+        hps = [constants.low_dim(n) for n in cfg["Ns"]]
     assert all(h.T >= 1 and h.sigma > 0 for h in hps), hps
     return len(hps)
 
@@ -217,3 +220,38 @@ def test_seed_counts_named_in_claims_match_the_profile(chapter, experiment, name
         cfg = profiles.settings(chapter, experiment, profile)
         counts = {k: cfg[k] for k in SEED_KEYS if k in cfg}
         assert n in counts.values(), f"{chapter}/{experiment}: the claim says {n} seeds at {profile}; the profile has {counts}"
+
+
+@pytest.mark.parametrize("bad", ["fast", "", None, 1, "CI"])
+def test_unknown_profile_names_the_allowed_values(bad):
+    with pytest.raises(profiles.ParameterError, match="smoke, ci, paper"):
+        profiles.check_profile(bad)
+
+
+@pytest.mark.parametrize("bad", ["0", 1.5, True, -1])
+def test_seed_must_be_a_non_negative_int(bad):
+    with pytest.raises(profiles.ParameterError, match="seed"):
+        profiles.check_seed(bad)
+
+
+def test_every_experiment_defines_every_profile():
+    for ch, exp in experiments():
+        for p in ("smoke", "ci", "paper"):
+            assert isinstance(profiles.settings(ch, exp, p), dict)
+
+
+def test_every_notebook_has_a_profile_entry_and_a_parameters_cell():
+    from pathlib import Path
+
+    import jupytext
+
+    repo = Path(__file__).resolve().parents[1]
+    for nb in discover(repo):
+        assert nb.name in profiles.experiments(nb.chapter), f"{nb.label}: no entry in profile_tables"
+        src = jupytext.read(nb.source)
+        tagged = [c for c in src.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{nb.label}: needs exactly one cell tagged parameters"
+        assert "profile" in tagged[0].source and "seed" in tagged[0].source
+        heads = [ln for c in src.cells if c.cell_type == "markdown" for ln in c.source.splitlines()
+                 if ln.startswith("# ")]
+        assert len(heads) == 1, f"{nb.label}: exactly one top-level heading (the page title), found {heads}"

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from privtrans.shared import seeds_together as T
+from privtrans.shared import seeds_together
 
 
 class Net(nn.Module):
@@ -54,10 +54,10 @@ def apart(x, y, epochs=3, batch=8):
 
 
 def together(x, y, epochs=3, batch=8):
-    st = T.Stack([make(s) for s in SEEDS])
+    st = seeds_together.Stack([make(s) for s in SEEDS])
     opt = torch.optim.AdamW(st.parameters(), lr=1e-2, weight_decay=0.01)
     for ep in range(epochs):
-        for idx in T.StackedBatches(perms(SEEDS, len(y), ep), batch):
+        for idx in seeds_together.StackedBatches(perms(SEEDS, len(y), ep), batch):
             out = st(x[idx])
             loss = sum(F.cross_entropy(out[i], y[idx[i]]) for i in range(st.k))
             opt.zero_grad()
@@ -82,7 +82,7 @@ def test_adamw_together_equals_runs_apart():
 
 def test_stacked_batches_know_their_count_and_keep_each_seeds_order():
     perms = [torch.randperm(10, generator=torch.Generator().manual_seed(s)) for s in (0, 1)]
-    b = T.StackedBatches(perms, 4)
+    b = seeds_together.StackedBatches(perms, 4)
     got = list(b)
     assert len(b) == len(got) == 3 and [g.shape[1] for g in got] == [4, 4, 2]
     for i, p in enumerate(perms):
@@ -91,11 +91,11 @@ def test_stacked_batches_know_their_count_and_keep_each_seeds_order():
 
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one class"):
-        T.Stack([Net(), nn.Linear(2, 2)])
+        seeds_together.Stack([Net(), nn.Linear(2, 2)])
     with pytest.raises(ValueError, match="same parameter"):
-        T.Stack([Net(h=8), Net(h=9)])
+        seeds_together.Stack([Net(h=8), Net(h=9)])
     with pytest.raises(ValueError, match="one length"):
-        T.StackedBatches([torch.arange(3), torch.arange(4)], 2)
+        seeds_together.StackedBatches([torch.arange(3), torch.arange(4)], 2)
 
 
 class Tied(nn.Module):
@@ -127,7 +127,7 @@ def test_a_tied_model_keeps_its_tie_apart_and_together():
             F.cross_entropy(m(ids[i]), y[i]).backward()
             opt.step()
         ref.append(m)
-    st = T.Stack([tied(s) for s in SEEDS])
+    st = seeds_together.Stack([tied(s) for s in SEEDS])
     assert st.base.out.weight is st.base.emb.weight
     opt = torch.optim.Adam(st.parameters(), lr=1e-2)
     for _ in range(3):
