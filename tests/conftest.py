@@ -122,6 +122,19 @@ def small_encoder():
     return model.eval()
 
 
+def claims_file_error(root: Path, text: str, chapter: str = "dp_icl") -> str:
+    """The error the claims loader raises on ``text`` written as ``data/<chapter>/claims.yaml`` under
+    ``root`` (the schema tests' one way to ask what a malformed file is refused for)."""
+    from privtrans.book import claims
+
+    d = root / "data" / chapter
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "claims.yaml").write_text(text)
+    with pytest.raises(claims.ClaimsFileError) as e:
+        claims.load(chapter, root)
+    return str(e.value)
+
+
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
     from privtrans.mpc_attention import spu
 

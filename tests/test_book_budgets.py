@@ -10,6 +10,8 @@ import pytest
 from privtrans.book import budgets, claims
 from privtrans.book.chapters import KEYS
 
+from conftest import claims_file_error
+
 ROOT = Path(__file__).resolve().parents[1]
 
 def reproductions(chapter):
@@ -74,16 +76,11 @@ def test_a_reference_that_names_no_experiment_is_an_error_and_a_missing_key_the_
 
 
 def test_the_schema_refuses_malformed_budgets(tmp_path):
-    d = tmp_path / "data" / "dp_icl"
-    d.mkdir(parents=True)
     base = ("  - {id: a, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, "
             "notebook: nb, value: nb.x, predicate: nb.x, exact: c, ")
 
     def problems(extra):
-        (d / "claims.yaml").write_text("claims:\n" + base + extra + "}\n")
-        with pytest.raises(claims.ClaimsFileError) as e:
-            claims.load("dp_icl", tmp_path)
-        return str(e.value)
+        return claims_file_error(tmp_path, "claims:\n" + base + extra + "}\n")
 
     assert "budgets without arms" in problems("budgets: {unequal: x}")
     assert "unknown budgets field(s) ['why']" in problems("budgets: {why: x, arms: {A: {grid: {}, training: t}}}")

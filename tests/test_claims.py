@@ -16,6 +16,8 @@ from privtrans.book import claims, paper_values
 from privtrans.book.chapters import KEYS
 from privtrans.book.paper_values import PaperValueError, lookup
 
+from conftest import claims_file_error
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,10 +88,7 @@ def test_an_explanation_names_an_allowed_kind_and_is_shown_only_with_its_recorde
             "paper_value: 1, notebook: nb, value: nb.x, predicate: 'nb.x >= 1.7', exact: 'a ratio', ")
 
     def problems(extra):
-        (d / "claims.yaml").write_text(base + extra + "}\n")
-        with pytest.raises(claims.ClaimsFileError) as e:
-            claims.load("dp_icl", tmp_path)
-        return str(e.value)
+        return claims_file_error(tmp_path, base + extra + "}\n")
 
     assert "kind 'luck'; allowed values are scale, statement" in problems("explanation: {kind: luck}")
     assert "stated in the claim's erratum field" in problems("explanation: {kind: erratum}")
@@ -155,16 +154,11 @@ def test_every_comparison_has_a_null_test(chapter):
 
 
 def test_the_schema_refuses_what_a_reviewer_would_not_sign(tmp_path):
-    d = tmp_path / "data" / "dp_icl"
-    d.mkdir(parents=True)
     base = ("  - {id: a, paper_item: F, kind: reproduction, quote: q, where: w, statement: s, paper_value: 1, "
             "notebook: nb, value: nb.x, ")
 
     def problems(extra):
-        (d / "claims.yaml").write_text("claims:\n" + base + extra + "}\n")
-        with pytest.raises(claims.ClaimsFileError) as e:
-            claims.load("dp_icl", tmp_path)
-        return str(e.value)
+        return claims_file_error(tmp_path, "claims:\n" + base + extra + "}\n")
 
     assert "unknown field(s) ['why_not']" in problems("predicate: nb.x, exact: c, why_not: 'too small'")
     assert "exactly one of predicate, interval" in problems("predicate: nb.x, interval: nb.d, margin: 0")
