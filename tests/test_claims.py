@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from privtrans.book import claims, paper_values
+from privtrans.book import claims, claims_page, paper_values
 from privtrans.book.chapters import KEYS
 from privtrans.book.paper_values import PaperValueError, lookup
 
@@ -72,7 +72,7 @@ def test_an_erratum_is_shown_as_the_papers_with_its_arithmetic(tmp_path):
     doc = claims.load("dp_icl", tmp_path)
     rows = claims.evaluate("dp_icl", doc, {"nb": {"profile": "ci", "values": {"x": 2.0}}}, "ci", tmp_path)
     assert rows[0]["verdict"] == "held" and rows[0]["paper_self_test"] == "contradicted"
-    page = claims.markdown_table(rows, "ci")
+    page = claims_page.markdown_table(rows, "ci")
     assert "Erratum of the paper" in page and "its own figure gives 1.2" in page and "nb.x = 1.2 >= 1.7" in page
     (d / "paper_tables.csv").write_text("table,method,value\nT1,ours,1.8\n")
     paper_values._rows.cache_clear()  # the same path, new contents
@@ -102,11 +102,11 @@ def test_an_explanation_names_an_allowed_kind_and_is_shown_only_with_its_recorde
     res = {"nb": {"profile": "ci", "values": {"x": 1.0, "n_params": 50312}}}
     row = claims.evaluate("dp_icl", doc, res, "ci", tmp_path)[0]
     assert row["verdict"] == "contradicted" and row["explanation"]["evidence_value"] == 50312
-    assert "Explained by our stand-in's scale: a 50k-parameter block (recorded: 50312)" in claims.markdown_table([row], "ci")
+    assert "Explained by our stand-in's scale: a 50k-parameter block (recorded: 50312)" in claims_page.markdown_table([row], "ci")
     del res["nb"]["values"]["n_params"]  # not recorded in this build: not shown
     row = claims.evaluate("dp_icl", doc, res, "ci", tmp_path)[0]
     assert "evidence_value" not in row["explanation"] and "n_params" in row["explanation"]["evidence_error"]
-    assert "Explained by" not in claims.markdown_table([row], "ci")
+    assert "Explained by" not in claims_page.markdown_table([row], "ci")
 
 
 def test_a_paper_test_that_the_paper_fails_is_caught(tmp_path):
@@ -182,36 +182,6 @@ def test_the_schema_refuses_what_a_reviewer_would_not_sign(tmp_path):
         "interval: nb.d, margin: 0, precondition: nb.ok, compares: [A, B], gate_reads: [B]")
     assert "reads what the claim compares: ['nb.d']" in problems(
         "interval: nb.d, margin: 0, precondition: 'nb.d.n > 2', compares: [A, B], gate_reads: [C]")
-
-
-def test_the_table_shows_the_verdict_once_and_the_computed_reason_beside_it():
-    from privtrans.book.claims import _without_verdict
-
-    assert _without_verdict("held (mean difference +0.01 [-0.01, +0.03] (95%, n = 3) clears the margin -0.02)",
-                            "held") == "mean difference +0.01 [-0.01, +0.03] (95%, n = 3) clears the margin -0.02"
-    assert _without_verdict("held: x = 1 > 0 (true)", "held") == "x = 1 > 0 (true)"
-    assert _without_verdict("contradicted: the data exclude the claim (a); b", "contradicted") == \
-        "the data exclude the claim (a); b"
-
-
-def test_every_claim_row_has_an_anchor_and_links_the_notebook_that_recorded_it(tmp_path):
-    from privtrans.book.claims import markdown_table
-    from privtrans.book.pipeline.report import executed_docs
-
-    nb = tmp_path / "book" / "_executed" / "taft"
-    nb.mkdir(parents=True)
-    (nb / "02_table1_finetuning.ipynb").write_text("{}")
-    ran = {("taft", "table1_finetuning")}
-    assert executed_docs(tmp_path, "taft", ran) == {"table1_finetuning": "/book/_executed/taft/02_table1_finetuning"}
-    assert executed_docs(tmp_path, "taft", set()) == {}  # did not run here: no link
-    assert "cost" not in executed_docs(tmp_path, "taft", {("taft", "cost")})  # no such notebook
-    row = {"id": "x1", "kind": "reproduction", "paper_item": "Table 1", "quote": ["q"], "where": "§1",
-           "statement": "s", "paper_value": 1, "value": 2, "verdict": "held", "reason": "held: 2 > 1 (true)",
-           "recorded_in": "/book/_executed/taft/02_table1_finetuning"}
-    table = markdown_table([row], "ci")
-    assert '<a id="claim-x1"></a>Table 1' in table
-    assert "{doc}`02_table1_finetuning </book/_executed/taft/02_table1_finetuning>`" in table
-    assert "recorded by" not in markdown_table([{**row, "recorded_in": None}], "ci")
 
 
 # ------------------------------------------------------------------------------------ the paper's numbers
@@ -328,7 +298,7 @@ def test_claims_are_judged_with_computed_reasons(root):
     assert rows["d"]["verdict"] == "not judged" and "cannot evaluate" in rows["d"]["reason"]
     assert rows["e"]["held"] is None and "not judged at profile 'smoke'" in rows["e"]["reason"]
     assert rows["a"]["quote"] == ["it rises"] and rows["a"]["where"] == "§1"
-    table = claims.markdown_table(list(rows.values()), "smoke")
+    table = claims_page.markdown_table(list(rows.values()), "smoke")
     assert ("of the paper's 4 claims reproduced here, 1 held, 1 contradicted, 0 inconclusive, 2 not judged"
             in table)
     assert "of 1 checks of our own construction, 0 held, 0 contradicted, 0 inconclusive, 1 not judged" in table
@@ -483,10 +453,10 @@ def test_extensions_are_counted_apart_from_the_papers_claims():
     t = claims.tally(rows)
     assert t["reproduction"]["total"] == 1 and t["reproduction"]["held"] == 1
     assert t["extension"] == {"held": 1, "contradicted": 1, "inconclusive": 0, "not_judged": 0, "total": 2}
-    table = claims.markdown_table(rows, "ci")
+    table = claims_page.markdown_table(rows, "ci")
     assert "of the paper's 1 claims reproduced here, 1 held, 0 contradicted" in table
     assert "of 2 claims of a mechanism study" in table and "1 held, 1 contradicted" in table
     paper, study = table.split("**Mechanism study")
     assert '<a id="claim-r"></a>' in paper and '<a id="claim-e1"></a>' not in paper
     assert '<a id="claim-e1"></a>' in study and '<a id="claim-e2"></a>' in study
-    assert "Mechanism study" not in claims.markdown_table([dict(row, id="r")], "ci")  # no empty section
+    assert "Mechanism study" not in claims_page.markdown_table([dict(row, id="r")], "ci")  # no empty section

@@ -12,13 +12,13 @@ as the explanation, in this order (an entry lands in the first group that applie
 (d) **no explanation found**: nothing of the above, or an explanation whose recorded value this
     build could not read (a reading is only ever built from recorded values).
 
-Each entry links its row on the chapter page (``claims.markdown_table`` anchors it as
+Each entry links its row on the chapter page (``claims_page.markdown_table`` anchors it as
 ``claim-<id>``) and the executed notebook that recorded its values.
 """
 
 from __future__ import annotations
 
-from .. import claims, verdicts
+from .. import claims_page, verdicts
 
 GROUPS = (
     ("erratum", "The paper's own numbers fail its sentence",
@@ -50,7 +50,7 @@ def group_of(c: dict) -> str:
     if c.get("erratum") and c.get("paper_self_test") not in (None, verdicts.HELD):
         return "erratum"
     ex = c.get("explanation") or {}
-    if ex.get("kind") in ("scale", "statement") and claims.explained(ex):
+    if ex.get("kind") in ("scale", "statement") and claims_page.explained(ex):
         if ex["kind"] == "statement" and not c.get("deviation"):
             return "none"
         return ex["kind"]
@@ -77,7 +77,7 @@ def entry(c: dict, key: str) -> list[str]:
     """One claim's entry: its row on the chapter page, the verdict and reason, the explanation and
     its evidence."""
     link = f'<a href="{c["chapter"]}.html#claim-{c["id"]}">{c["chapter"]}/{c["id"]}</a>'
-    reason = claims._without_verdict(_text(c.get("reason") or ""), c["verdict"])
+    reason = claims_page.without_verdict(_text(c.get("reason") or ""), c["verdict"])
     head = f"- {link} ({_text(c.get('paper_item'))}): **{c['verdict']}**: {reason}"
     lines = [head]
     ex = c.get("explanation") or {}
@@ -86,7 +86,7 @@ def entry(c: dict, key: str) -> list[str]:
         lines.append(f"  - *Computed on the paper's numbers:* {_text(c.get('paper_self_test_reason') or c['paper_self_test'])}")
     elif key == "scale":
         lines.append(f"  - *Scale:* {_text(ex.get('why'))}")
-        lines.append(f"  - *Recorded:* `{ex['evidence']}` = {claims.fmt(ex['evidence_value'])}")
+        lines.append(f"  - *Recorded:* `{ex['evidence']}` = {claims_page.fmt(ex['evidence_value'])}")
     elif key == "statement":
         lines.append(f"  - *How we stated it:* {_text(c.get('deviation'))}"
                      + (f" *{_text(ex['why'])}*" if ex.get("why") else ""))
@@ -96,7 +96,7 @@ def entry(c: dict, key: str) -> list[str]:
                          f"`{ex.get('evidence')}` could not be read in this build ({_text(ex['evidence_error'])}).*")
         if c.get("reading"):
             lines.append(f"  - *Our reading (not classified):* {_text(c['reading'])} "
-                         f"(recorded: {claims.fmt(c.get('reading_value'))})")
+                         f"(recorded: {claims_page.fmt(c.get('reading_value'))})")
     if c.get("recorded_in"):
         lines.append(f"  - *Evidence:* recorded by {{doc}}`{c['recorded_in'].rsplit('/', 1)[-1]} <{c['recorded_in']}>`")
     return lines

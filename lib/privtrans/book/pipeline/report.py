@@ -10,7 +10,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import budgets, claims, trials
+from .. import budgets, claims, claims_page, trials
 from . import discrepancies, forest, library
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
@@ -85,7 +85,7 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
             r["computed_by"] = [(fn.rsplit(".", 1)[-1], library.label(fn)) for fn in r.get("made_by") or []]
         figure = forest.draw(rows, generated_dir(ch, root) / "forest.png")
         atomic_write_text(generated_dir(ch, root) / "claims.md",
-                          (forest.directive(ch) if figure else "") + claims.markdown_table(rows, profile, stab)
+                          (forest.directive(ch) if figure else "") + claims_page.markdown_table(rows, profile, stab)
                           + budgets.markdown(ch, doc["claims"], profile) + library.chapter_links(ch, root))
         rows_all += rows
     return rows_all
