@@ -146,7 +146,7 @@ def calibrate(fit: list[Cell], held_out: list[Cell], tolerance: float = TOLERANC
         raise ValueError("the fitted cells' bytes and rounds are proportional: bandwidth and latency "
                          "cannot be told apart")
     res = least_squares(lambda p: p[0] * b + p[1] * r - s, x0=np.array([1.0, 1.0]), bounds=(0.0, np.inf),
-                        method="trf", x_scale="jac")
+                        method="trf", x_scale="jac", ftol=1e-14, xtol=1e-14, gtol=1e-14)
     if not res.success:
         raise RuntimeError(f"the link fit did not converge: {res.message}")
     per_gb, per_kround = res.x
