@@ -718,16 +718,22 @@ SEEDS3 = [0, 1, 2]
 
 
 def seeds_frame(dist: dict, tasks=("acts", "concepts", "chat"), teacher=40.0, noise=(0.0, 0.7, -0.5), er=4.0,
-                bert=None):
+                bert=None, proxy_span=None):
     """across_student_seeds' rows: per task the teacher, the teacher with ER and no re-training
     (chrF++ ``er``), and MERGE / only-ER / only-MM at SEEDS3 at the given distance below the
     teacher's chrF++ (dist: {variant: distance}, plus seed noise); None = diverged. MPCformer
-    (sf2relu) trained at every seed; ``bert``: {variant: BERTScore-proxy per seed} (default: 0.9)."""
+    (sf2relu) trained at every seed; ``bert``: {variant: BERTScore-proxy per seed} (default: 0.9). The
+    teacher's proxy is 0.95 and ER (no train)'s ``proxy_span`` below it (default: the paper's
+    BERTScore span, so the proxy's scale to BERTScore is 1)."""
     rows = []
     bert = bert or {}
+    spans = quality_experiments.paper_bertscore_span()
     for task in tasks:
-        rows.append({"task": task, "model": "teacher", "seed": 0, "status": "teacher", "chrF++": teacher})
-        rows.append({"task": task, "model": "er_no_train", "seed": 0, "status": "no re-training", "chrF++": er})
+        span = spans[task] if proxy_span is None else proxy_span
+        rows.append({"task": task, "model": "teacher", "seed": 0, "status": "teacher", "chrF++": teacher,
+                     "BERTScore-proxy": 0.95})
+        rows.append({"task": task, "model": "er_no_train", "seed": 0, "status": "no re-training", "chrF++": er,
+                     "BERTScore-proxy": 0.95 - span})
         for v, d in {"mpcformer_sf2relu": 1.0, **dist}.items():
             for i, (s, e) in enumerate(zip(SEEDS3, noise)):
                 b = bert.get(v, [0.9] * len(SEEDS3))[i]
@@ -807,6 +813,20 @@ def test_table3_seeds_judge_merge_close_to_mpcformer_across_seeds():
     # 0.1 below at every seed: the interval excludes "close", contradicted
     far = out([m - 0.1 + e for m, e in zip(mpc, (0.004, -0.006, 0.002))])
     assert interval_verdict("table3_merge_close_to_mpcformer", far) == "contradicted"
+    # the proxy in BERTScore units: our span half the paper's doubles every gap (0.01 -> 0.02 below)
+    scaled = readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0},
+                                               bert={"mpcformer_sf2relu": mpc, "merge": [0.892, 0.908, 0.871]},
+                                               proxy_span=quality_experiments.paper_bertscore_span()["acts"] / 2),
+                                   ["acts"])
+    assert scaled["proxy_scale"]["acts"]["scale"] == pytest.approx(2.0)
+    assert scaled["merge_minus_mpcformer_bertscore_units"]["acts"]["mean"] == pytest.approx(
+        2 * np.mean([-0.008, -0.012, -0.009]))
+    # ER (no train) not below the teacher on the proxy: no scale, the claim is not judged
+    flat_frame = seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0},
+                             bert={"mpcformer_sf2relu": mpc, "merge": [0.892, 0.908, 0.871]}, proxy_span=0.0)
+    flat = readouts.table3_seeds(flat_frame, ["acts", "concepts", "chat"])
+    assert flat["proxy_scaled"] is False and flat["merge_minus_mpcformer_bertscore_units"]["acts"] is None
+    assert interval_verdict("table3_merge_close_to_mpcformer", flat) == "not judged"
     # a diverged MPCformer seed has no pair, never a gap of 0; with one seed left, not judged
     diverged = readouts.table3_seeds(seeds_frame({"merge": 8.0, "only_er": 3.0, "only_mm": 2.0},
                                           bert={"mpcformer_sf2relu": [0.9, None, None]}), ["acts", "concepts", "chat"])
