@@ -91,14 +91,14 @@ def test_mpc_attention_teacher_and_distillation_on_cuda_equal_the_cpu():
 
 
 def _taft():
-    from privtrans.taft import finetune as FT
+    from privtrans.taft import finetune
     from privtrans.taft.vit import ViT, ViTConfig
 
     torch.manual_seed(0)
     vit = ViT(ViTConfig(image=8, patch=4, dim=16, depth=2, heads=2, classes=5)).eval().requires_grad_(False)
     g = torch.Generator().manual_seed(0)
-    x = FT.features(vit, torch.randn(40, 1, 8, 8, generator=g), cut=1)
-    return FT, vit, x, torch.randint(0, 4, (40,), generator=g)
+    x = finetune.features(vit, torch.randn(40, 1, 8, 8, generator=g), cut=1)
+    return finetune, vit, x, torch.randint(0, 4, (40,), generator=g)
 
 
 @cuda
@@ -109,17 +109,17 @@ def test_taft_fine_tunes_on_cuda_equal_the_cpu(together):
     rounding noise, which Adam scales to steps of size lr on either device (measured on an H100:
     ``qkv.delta.bias`` differs while the predictions agree; tests/test_taft_finetune.py has the
     same note)."""
-    FT, vit, x, y = _taft()
-    spec = FT.FitSpec(method="taft", tuned=1, lr=1e-2, epochs=2, batch=16, decay_at=(1,), wd=0.0)
+    finetune, vit, x, y = _taft()
+    spec = finetune.FitSpec(method="taft", tuned=1, lr=1e-2, epochs=2, batch=16, decay_at=(1,), wd=0.0)
     out = {}
     for dev in ("cpu", "cuda"):
-        models = [FT.make_model(vit, spec, 4, init_seed=i) for i in (0, 1)]
+        models = [finetune.make_model(vit, spec, 4, init_seed=i) for i in (0, 1)]
         if together:
-            res = FT.fit_together(models, x, y, spec, [0, 1], classes=4, device=dev)
+            res = finetune.fit_together(models, x, y, spec, [0, 1], classes=4, device=dev)
         else:
-            res = [FT.fit(m, x, y, spec, i, classes=4, device=dev) for i, m in enumerate(models)]
+            res = [finetune.fit(m, x, y, spec, i, classes=4, device=dev) for i, m in enumerate(models)]
         assert all(p.device.type == "cpu" for m in models for p in m.parameters())
-        out[dev] = ([FT.logits(m, x) for m in models], [r.final_loss for r in res])
+        out[dev] = ([finetune.logits(m, x) for m in models], [r.final_loss for r in res])
     for a, b in zip(out["cpu"][0], out["cuda"][0]):
         torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
     assert out["cuda"][1] == pytest.approx(out["cpu"][1], rel=1e-3)
@@ -129,13 +129,13 @@ def test_taft_fine_tunes_on_cuda_equal_the_cpu(together):
 def test_taft_dp_fit_on_cuda_equals_the_cpu():
     from privtrans.taft import dp
 
-    FT, vit, x, y = _taft()
-    spec = FT.FitSpec(method="taft", tuned=1, loss="ce")
+    finetune, vit, x, y = _taft()
+    spec = finetune.FitSpec(method="taft", tuned=1, loss="ce")
     states = {}
     for dev in ("cpu", "cuda"):
-        model = FT.make_model(vit, spec, 4, init_seed=0, output="jvp")
+        model = finetune.make_model(vit, spec, 4, init_seed=0, output="jvp")
         dp.dp_fit(model, x, y, dp.DPSpec(epsilon=3.0, steps=2, chunk=16), seed=0, device=dev)
-        states[dev] = FT.trainable_state(model)
+        states[dev] = finetune.trainable_state(model)
     _close(states["cpu"], states["cuda"])
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from privtrans.dp_icl import baselines, constants, experiments
-from privtrans.dp_icl import noisyhead as nh
+from privtrans.dp_icl import noisyhead
 from privtrans.dp_icl import task
 
 
@@ -29,18 +29,18 @@ def test_dpsgd_full_batch_without_noise_is_noisyhead_without_noise(rng):
     """opacus DP-SGD with q = 1 and (almost) no noise takes exactly NoisyHead's noise-free steps."""
     hp = constants.low_dim(300).with_(R=1.0)            # small R so the projection binds too
     pr = experiments.make_problem(rng, hp, 50)
-    g0 = nh.initial_gamma(rng, pr.d, hp.R)
+    g0 = noisyhead.initial_gamma(rng, pr.d, hp.R)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         g, _ = baselines.dpsgd(pr.Zt, pr.yt, hp, 1e-9, g0, seed=0, batch_size=hp.N, accountant="rdp")
-    want = nh.noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, 0.0, hp.R, g0).gamma[0]
+    want = noisyhead.noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, 0.0, hp.R, g0).gamma[0]
     np.testing.assert_allclose(g, want, atol=2e-5)
 
 
 def test_dpsgd_spends_what_it_is_given(rng):
     hp = constants.low_dim(1000)
     pr = experiments.make_problem(rng, hp, 50)
-    g0 = nh.initial_gamma(rng, pr.d, hp.R)
+    g0 = noisyhead.initial_gamma(rng, pr.d, hp.R)
     z = baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp")
     assert baselines.dpsgd_noise_multiplier(hp, 1.0, 1e-5, accountant="rdp", replace_one=True) == 2 * z
     with warnings.catch_warnings():

@@ -8,18 +8,18 @@ import warnings
 import numpy as np
 
 from privtrans.dp_icl import baselines, constants, experiments
-from privtrans.dp_icl import noisyhead as nh
+from privtrans.dp_icl import noisyhead
 
 
 def _dry_problem():
     hp = constants.low_dim(300).with_(R=1.0)
     pr = experiments.make_problem(np.random.default_rng(7), hp, 50)
-    return hp, pr, nh.initial_gamma(np.random.default_rng(8), pr.d, hp.R)
+    return hp, pr, noisyhead.initial_gamma(np.random.default_rng(8), pr.d, hp.R)
 
 
 def _dry_gd(hp, pr, g0):
-    s = nh.noise_std(hp, [0.2, 1.0], 1e-5)
-    return nh.noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, s, hp.R, g0, np.random.default_rng(9),
+    s = noisyhead.noise_std(hp, [0.2, 1.0], 1e-5)
+    return noisyhead.noisy_gd(pr.st_priv, hp.lam, hp.eta0, hp.T, s, hp.R, g0, np.random.default_rng(9),
                        checkpoints=[1, hp.T], trace=True)
 
 
@@ -29,9 +29,9 @@ def test_outside_a_dry_run_noisyhead_and_dpsgd_run_every_step():
     assert run.norms.shape == (hp.T, 2) and np.all(np.isfinite(run.norms))
     np.testing.assert_array_equal(run.checkpoints[hp.T], run.gamma)
     # the same as Algorithm 1 written out without dry.loop, draw for draw
-    s, r, G = nh.noise_std(hp, [0.2, 1.0], 1e-5), np.random.default_rng(9), np.array([g0, g0])
+    s, r, G = noisyhead.noise_std(hp, [0.2, 1.0], 1e-5), np.random.default_rng(9), np.array([g0, g0])
     for _ in range(hp.T):
-        G = nh.project((1 - 2 * hp.lam * hp.eta0) * G - hp.eta0 * (G @ pr.st_priv.gram() - pr.st_priv.b)
+        G = noisyhead.project((1 - 2 * hp.lam * hp.eta0) * G - hp.eta0 * (G @ pr.st_priv.gram() - pr.st_priv.b)
                        + s[:, None] * r.standard_normal(pr.d), hp.R)
     np.testing.assert_allclose(run.gamma, G, rtol=1e-12, atol=1e-15)
     df = experiments.low_dim_grid(np.random.default_rng(0), [300], [1.0], 1e-5, 3, 20)

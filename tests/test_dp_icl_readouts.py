@@ -15,7 +15,7 @@ import pytest
 
 from privtrans.book import claims
 from privtrans.book.session import _jsonable
-from privtrans.dp_icl import experiments as ex
+from privtrans.dp_icl import experiments
 from privtrans.dp_icl import readouts, reference
 
 NS = [1000, 2000, 4000]
@@ -69,12 +69,12 @@ def grid(f, Ns=NS, eps=EPS):
 
 
 def gd_runs(Ns=NS, reps=8, **extra) -> pd.DataFrame:
-    return pd.DataFrame([dict(method=ex.GD, N=N, eps=np.nan, rep=r, excess=1e-6, **extra)
+    return pd.DataFrame([dict(method=experiments.GD, N=N, eps=np.nan, rep=r, excess=1e-6, **extra)
                          for N in Ns for r in range(reps)])
 
 
 def fig1_runs(f=power_law, drop=(), **kw) -> pd.DataFrame:
-    runs = grid_runs(ex.noisyhead(), f, **kw)
+    runs = grid_runs(experiments.noisyhead(), f, **kw)
     runs = runs[[(N, e) not in drop for N, e in zip(runs.N, runs.eps)]]
     return pd.concat([runs, gd_runs(reps=kw.get("reps", 8))], ignore_index=True)
 
@@ -140,7 +140,7 @@ def test_paired_and_mean_over_keep_lost_repetitions():
 
 
 def test_matched_joins_only_settings_both_have():
-    ours = summary(ex.noisyhead(), {(1000, 0.2): 2.0, (1000, 0.4): 1.0, (3000, 0.2): 5.0})
+    ours = summary(experiments.noisyhead(), {(1000, 0.2): 2.0, (1000, 0.4): 1.0, (3000, 0.2): 5.0})
     ref = authors("fig1", {(1000, 0.2): 4.0, (1000, 0.4): 0.5, (2000, 0.2): 1.0})
     m = reference.matched(ours, ref, ["N", "eps"], "dp_excess")
     assert list(zip(m.N, m.eps)) == [(1000, 0.2), (1000, 0.4)]
@@ -274,7 +274,7 @@ def test_fig1_null_no_trend_is_judged_and_never_held():
 
 def test_fig1_a_lost_repetition_is_counted_and_said():
     runs = fig1_runs()
-    runs.loc[(runs.method == ex.noisyhead()) & (runs.N == 1000) & (runs.eps == 0.2) & (runs.rep == 3), "excess"] = np.nan
+    runs.loc[(runs.method == experiments.noisyhead()) & (runs.N == 1000) & (runs.eps == 0.2) & (runs.rep == 3), "excess"] = np.nan
     out = readouts.fig1_low_dim(runs, elsewhere("fig1"), NS, EPS)
     cell = out["fall_first_to_last_n"]["ε=0.2"]
     assert cell["n"] == 7 and cell["planned"] == 8
@@ -317,10 +317,10 @@ def test_fig1_undefined_values_are_none():
 
 # ------------------------------------------------------------------------------------ Figure 2
 def fig2_runs(f_paper=power_law, f_code=lambda N, e: power_law(N, e, a=+1.0), noise=0.0, seed=0):
-    gd = pd.DataFrame([dict(method=ex.GD, delta=np.nan, N=N, eps=np.nan, rep=r, excess=power_law(N, 0.8))
+    gd = pd.DataFrame([dict(method=experiments.GD, delta=np.nan, N=N, eps=np.nan, rep=r, excess=power_law(N, 0.8))
                        for N in NS for r in range(8)])
-    return pd.concat([grid_runs(ex.noisyhead(), f_paper, delta=1e-5, noise=noise, seed=seed),
-                      grid_runs(ex.noisyhead(), f_code, delta=1e-2, noise=noise, seed=seed + 1), gd],
+    return pd.concat([grid_runs(experiments.noisyhead(), f_paper, delta=1e-5, noise=noise, seed=seed),
+                      grid_runs(experiments.noisyhead(), f_code, delta=1e-2, noise=noise, seed=seed + 1), gd],
                      ignore_index=True)
 
 
@@ -555,7 +555,7 @@ def fig4_runs(ridge=lambda c, p: c * (p - 1.6), dp=lambda c, p: 0.01, direct=Non
 
 
 def fig4_out(runs: pd.DataFrame) -> dict:
-    return readouts.fig4_robustness(ex.robustness_summary(runs), CS, PS, runs)
+    return readouts.fig4_robustness(experiments.robustness_summary(runs), CS, PS, runs)
 
 
 def test_fig4_values_by_hand():
@@ -610,7 +610,7 @@ def test_fig4_a_lost_repetition_is_counted_not_joined_away():
     runs = fig4_runs()
     runs.loc[(runs.rep == 2) & (runs.c == 2) & (runs.p == 2.0), "ridge"] = np.nan
     absent = runs[~((runs.rep == 4) & (runs.c == 4) & (runs.p == 2.1))]        # and one run with no row at all
-    out = readouts.fig4_robustness(ex.robustness_summary(absent), CS, PS, absent)
+    out = readouts.fig4_robustness(experiments.robustness_summary(absent), CS, PS, absent)
     assert out["ridge_minus_dp"]["c=2 p=2"]["n"] == 5 and out["ridge_minus_dp"]["c=2 p=2"]["planned"] == 6
     assert out["ridge_growth_paired"]["c=2"]["n"] == 5 and out["ridge_growth_paired"]["c=2"]["planned"] == 6
     assert out["ridge_minus_dp"]["c=4 p=2.1"]["planned"] == 6 and out["ridge_minus_dp"]["c=4 p=2.1"]["n"] == 5
@@ -621,12 +621,12 @@ def test_fig4_a_lost_repetition_is_counted_not_joined_away():
 def test_fig4_growth_needs_two_powers_and_every_quantity():
     one_p = fig4_runs()
     one_p = one_p[one_p.p == 2.0]
-    out = readouts.fig4_robustness(ex.robustness_summary(one_p), CS, [2.0], one_p)
+    out = readouts.fig4_robustness(experiments.robustness_summary(one_p), CS, [2.0], one_p)
     assert out["ridge_growth_min"] is None and out["ridge_direct_growth_max"] is None
     assert out["ridge_growth_paired"] is None
     assert verdict({"fig4_robustness": out}, "fig4_ridge_grows_with_p") == "not judged"
     runs = fig4_runs()
-    s = ex.robustness_summary(runs)
+    s = experiments.robustness_summary(runs)
     with pytest.raises(ValueError, match="common random numbers"):
         readouts.fig4_robustness(s[s.quantity != "dp_crn"], CS, PS, runs)
     with pytest.raises(ValueError, match="c = 4, p = 2.1"):
@@ -727,12 +727,12 @@ def fig5_inputs(sgd_factor=0.5, spent=(0.95, 0.9), Ns=(1000, 2000), eps=(0.2, 1.
     """Every method's excess risk per (N, eps), and opacus' reported eps as fractions ``spent`` of each target."""
     Ns, eps = list(Ns), list(eps)
     base = lambda N, e: power_law(N, e)  # noqa: E731
-    parts = [summary(ex.noisyhead(), grid(base, Ns, eps)),
-             summary(ex.noisyhead("prv"), grid(lambda N, e: 0.1 * base(N, e), Ns, eps)),
-             summary(ex.DPSGD_ADD_REMOVE, grid(lambda N, e: 0.5 * sgd_factor * base(N, e), Ns, eps)),
-             summary(ex.DPSGD_REPLACE_ONE, grid(lambda N, e: sgd_factor * base(N, e), Ns, eps))]
+    parts = [summary(experiments.noisyhead(), grid(base, Ns, eps)),
+             summary(experiments.noisyhead("prv"), grid(lambda N, e: 0.1 * base(N, e), Ns, eps)),
+             summary(experiments.DPSGD_ADD_REMOVE, grid(lambda N, e: 0.5 * sgd_factor * base(N, e), Ns, eps)),
+             summary(experiments.DPSGD_REPLACE_ONE, grid(lambda N, e: sgd_factor * base(N, e), Ns, eps))]
     spent_df = pd.DataFrame([dict(N=N, eps=e, method=m, eps_spent=f * e) for N in Ns for e, f in zip(eps, spent)
-                             for m in (ex.DPSGD_ADD_REMOVE, ex.DPSGD_REPLACE_ONE)])
+                             for m in (experiments.DPSGD_ADD_REMOVE, experiments.DPSGD_REPLACE_ONE)])
     return pd.concat(parts, ignore_index=True), spent_df, Ns, eps
 
 
@@ -750,7 +750,7 @@ def test_fig5_values_by_hand():
 def test_fig5_missing_variant_or_spent_raises_single_n_is_none():
     s, spent, Ns, eps = fig5_inputs()
     with pytest.raises(ValueError, match="replace-one"):
-        readouts.fig5_dp_sgd(s[s.method != ex.DPSGD_REPLACE_ONE], spent, Ns, eps, "prv")
+        readouts.fig5_dp_sgd(s[s.method != experiments.DPSGD_REPLACE_ONE], spent, Ns, eps, "prv")
     with pytest.raises(ValueError, match="ε spent"):
         readouts.fig5_dp_sgd(s, spent[spent.eps != 1.0], Ns, eps, "prv")
     with pytest.raises(ValueError, match="rdp"):                       # the tight NoisyHead was not run
@@ -770,9 +770,9 @@ def bracket_runs(factor, basic=1.0, reps=5, jitter=0.02, Ns=(1000, 2000), eps=(0
         for e in eps:
             for r in range(reps):
                 wob = 1 + 0.3 * r
-                rows.append(dict(method=ex.noisyhead("prv"), N=N, eps=e, rep=r, excess=wob * e_()))
-                rows.append(dict(method=ex.noisyhead(), N=N, eps=e, rep=r, excess=wob * basic * e_()))
-                for c in ex.BRACKET:
+                rows.append(dict(method=experiments.noisyhead("prv"), N=N, eps=e, rep=r, excess=wob * e_()))
+                rows.append(dict(method=experiments.noisyhead(), N=N, eps=e, rep=r, excess=wob * basic * e_()))
+                for c in experiments.BRACKET:
                     rows.append(dict(method=c, N=N, eps=e, rep=r,
                                      excess=wob * factor.get(c, 1.0) * (1 + jitter * (-1) ** r) * e_()))
     return pd.DataFrame(rows)
@@ -809,7 +809,7 @@ def test_fig5_paper_noisyhead_far_worse_contradicts_parity_only():
     """The paper's NoisyHead 10x above every DP-SGD corner: parity contradicted, tight NoisyHead held."""
     out = readouts.fig5_bracket(bracket_runs({}, basic=10.0), "prv", [1000, 2000], [0.2, 1.0])
     assert out["parity_not_on_par_corners"] == 4 and out["tight_not_on_par_corners"] == 0
-    assert out["parity_bracket"][ex.DPSGD_REPLACE_ONE]["median_ratio"] == pytest.approx(10.0, rel=0.05)
+    assert out["parity_bracket"][experiments.DPSGD_REPLACE_ONE]["median_ratio"] == pytest.approx(10.0, rel=0.05)
     tight, parity = bracket_rows(out)
     assert parity["verdict"] == "contradicted" and tight["verdict"] == "held"
 
@@ -818,14 +818,14 @@ def test_fig5_parity_is_judged_at_the_standard_corner_whatever_the_others_show()
     """No gate reads the compared arms: corners that disagree no longer make the paper's claim 'not
     judged'. It is judged at the corner fixed before any run, the others are shown in its reading,
     and the check on tightly accounted NoisyHead, over every corner, fails on the one that is off."""
-    other_off = readouts.fig5_bracket(bracket_runs({ex.DPSGD_CLIP_C: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
-    assert other_off["tight_on_par_bracket"] is None and ex.DPSGD_CLIP_C not in other_off["bracket_on_par_corners"]
+    other_off = readouts.fig5_bracket(bracket_runs({experiments.DPSGD_CLIP_C: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
+    assert other_off["tight_on_par_bracket"] is None and experiments.DPSGD_CLIP_C not in other_off["bracket_on_par_corners"]
     tight, parity = bracket_rows(other_off)
     assert parity["verdict"] == "held" and tight["verdict"] == "contradicted"
     assert "clearly not" in str(parity["reading_value"]["other readings"]["T steps, clip C"])
-    standard_off = readouts.fig5_bracket(bracket_runs({ex.STANDARD_CORNER: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
+    standard_off = readouts.fig5_bracket(bracket_runs({experiments.STANDARD_CORNER: 10.0}), "prv", [1000, 2000], [0.2, 1.0])
     assert [row["verdict"] for row in bracket_rows(standard_off)] == ["contradicted", "contradicted"]
-    far = readouts.fig5_bracket(bracket_runs({c: 10.0 for c in ex.BRACKET}), "prv", [1000, 2000], [0.2, 1.0])
+    far = readouts.fig5_bracket(bracket_runs({c: 10.0 for c in experiments.BRACKET}), "prv", [1000, 2000], [0.2, 1.0])
     assert far["tight_on_par_bracket"] is False
     assert all(row["verdict"] == "contradicted" for row in bracket_rows(far))
     # a ratio near 1 whose interval is wide is not shown "on par": inconclusive
@@ -840,8 +840,8 @@ def test_fig5_a_lost_dpsgd_run_is_counted_as_failed():
     """A DP-SGD run that gave no value (NaN, or no row) stays in its cell's count, and the claims,
     whose runs are training runs (lost_seeds: count), are not held on the runs that survived."""
     runs = bracket_runs({})
-    runs.loc[(runs.method == ex.STANDARD_CORNER) & (runs.N == 1000) & (runs.eps == 0.2) & (runs.rep == 1), "excess"] = np.nan
-    runs = runs[~((runs.method == ex.DPSGD_EPOCHS) & (runs.N == 2000) & (runs.eps == 1.0) & (runs.rep == 3))]
+    runs.loc[(runs.method == experiments.STANDARD_CORNER) & (runs.N == 1000) & (runs.eps == 0.2) & (runs.rep == 1), "excess"] = np.nan
+    runs = runs[~((runs.method == experiments.DPSGD_EPOCHS) & (runs.N == 2000) & (runs.eps == 1.0) & (runs.rep == 3))]
     out = readouts.fig5_bracket(runs, "prv", [1000, 2000], [0.2, 1.0])
     lost = out["parity_standard_cells"]["N=1000 ε=0.2"]["at most 1.5× DP-SGD"]
     assert lost["n"] == 4 and lost["planned"] == 5
@@ -854,7 +854,7 @@ def test_fig5_a_lost_dpsgd_run_is_counted_as_failed():
 def test_fig5_ratio_on_the_edge_of_on_par_is_judged_and_never_held():
     """Every method 1.5x the other's excess risk (the margin itself), plus noise: never on par."""
     for seed in range(5):
-        runs = bracket_runs({c: 1 / 1.5 for c in ex.BRACKET}, basic=1.0, jitter=0.0, noise=0.2, seed=seed)
+        runs = bracket_runs({c: 1 / 1.5 for c in experiments.BRACKET}, basic=1.0, jitter=0.0, noise=0.2, seed=seed)
         tight, parity = bracket_rows(readouts.fig5_bracket(runs, "prv", [1000, 2000], [0.2, 1.0]))
         assert judged_not_held(tight) and judged_not_held(parity), seed
 
@@ -873,8 +873,8 @@ def table1_runs(gap=1e4, nh=power_law, reps=8, noise=0.0, seed=0):
         for e in T1_EPS:
             for r in range(reps):
                 z = math.exp(noise * rng.standard_normal())
-                rows.append(dict(method=ex.noisyhead(), N=N, eps=e, rep=r, excess=nh(N, e) * (1 + 0.1 * w[r]) * z))
-                rows.append(dict(method=ex.DP_RIDGE, N=N, eps=e, rep=r, excess=nh(N, e) / gap * (1 - 0.1 * w[r])))
+                rows.append(dict(method=experiments.noisyhead(), N=N, eps=e, rep=r, excess=nh(N, e) * (1 + 0.1 * w[r]) * z))
+                rows.append(dict(method=experiments.DP_RIDGE, N=N, eps=e, rep=r, excess=nh(N, e) / gap * (1 - 0.1 * w[r])))
     return pd.DataFrame(rows)
 
 
@@ -911,7 +911,7 @@ def test_table1_dpridge_over_its_closed_form_by_hand():
 
     closed = baselines.dp_ridge_noise_excess(constants.low_dim(2000), 0.2, 1e-5)
     runs = pd.DataFrame([dict(method=m, N=2000, eps=0.2, rep=r, excess=x) for r in range(3)
-                         for m, x in ((ex.noisyhead(), 1.0), (ex.DP_RIDGE, 3 * closed))])
+                         for m, x in ((experiments.noisyhead(), 1.0), (experiments.DP_RIDGE, 3 * closed))])
     paper = pd.concat([authors("table1", {(2000, 0.2): 0.5}, "noisyhead_excess"),
                        authors("table1", {(2000, 0.2): 0.5 * closed}, "dp_ridge_excess")])
     out = readouts.table1_dp_ridge(runs, paper, [2000], [0.2], 1e-5)
@@ -925,7 +925,7 @@ def test_table1_small_gap_contradicts_and_missing_cells_raise():
     assert verdict({"table1_dp_ridge": out}, "table1_ridge_beats_noisyhead") == "contradicted"
     runs = table1_runs()
     with pytest.raises(ValueError, match="DP-ridge"):
-        readouts.table1_dp_ridge(runs[~((runs.method == ex.DP_RIDGE) & (runs.N == 3000))], table1_paper(), T1_NS, T1_EPS)
+        readouts.table1_dp_ridge(runs[~((runs.method == experiments.DP_RIDGE) & (runs.N == 3000))], table1_paper(), T1_NS, T1_EPS)
 
 
 def test_table1_nulls_are_judged_and_never_held():
@@ -966,8 +966,8 @@ def eps_table(basic=1.0, tight=(0.05, 0.06, 0.08, 0.079), Ns=(1000,), eps=(0.2, 
 
 def acc_summary(gain=50.0, Ns=(1000,), eps=(0.2, 1.0)):
     base = grid(power_law, list(Ns), list(eps))
-    return pd.concat([summary(ex.noisyhead(), base),
-                      summary(ex.noisyhead("prv"), {k: v / gain for k, v in base.items()})], ignore_index=True)
+    return pd.concat([summary(experiments.noisyhead(), base),
+                      summary(experiments.noisyhead("prv"), {k: v / gain for k, v in base.items()})], ignore_index=True)
 
 
 def test_accountants_values_by_hand():

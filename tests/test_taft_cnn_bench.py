@@ -16,16 +16,16 @@ import torch
 
 from privtrans.book.runcache import RunCache
 from privtrans.taft import cnn as cnn
-from privtrans.taft import cnn_bench as CB
+from privtrans.taft import cnn_bench
 from privtrans.taft import compose, data
 from privtrans.taft import experiments
-from privtrans.taft import finetune as FT
+from privtrans.taft import finetune
 
 WIDTHS = (2, 3, 4)
 CNN_CFG = {"widths": list(WIDTHS), "epochs": 1}
 TASK_CFG = {"textures": {"train_per_class": 5, "test_per_class": 2}}  # 8 classes: 40 train, 16 test
 N_TRAIN, N_TEST, CLASSES = 40, 16, 8
-SPEC = FT.FitSpec(method="taft", tuned=1, lr=0.03, loss="rsl", kappa=5.0, pt=True, epochs=2, batch=16,
+SPEC = finetune.FitSpec(method="taft", tuned=1, lr=0.03, loss="rsl", kappa=5.0, pt=True, epochs=2, batch=16,
                   decay_at=(1,))
 
 
@@ -69,9 +69,9 @@ def cache(tmp_path, monkeypatch):
     return c
 
 
-def bench(cache, **kw) -> CB.CNNBench:
+def bench(cache, **kw) -> cnn_bench.CNNBench:
     args = {"cnn_cfg": CNN_CFG, "cnn_seed": 0, "task_cfg": TASK_CFG, "train_per_class": None, **kw}
-    return CB.CNNBench(cache=cache, **args)
+    return cnn_bench.CNNBench(cache=cache, **args)
 
 
 class FitLog:
@@ -79,7 +79,7 @@ class FitLog:
 
     def __init__(self, monkeypatch):
         self.calls = []
-        real = FT.fit
+        real = finetune.fit
 
         def fit(model, x, y, spec, seed, classes=None):
             w0 = {k: v.clone() for k, v in model.named_buffers()}
@@ -88,7 +88,7 @@ class FitLog:
                                "model": model})
             return r
 
-        monkeypatch.setattr(CB.finetune, "fit", fit)
+        monkeypatch.setattr(cnn_bench.finetune, "fit", fit)
 
 
 def test_backbone_is_read_from_the_cache_under_its_key(cache):
@@ -109,7 +109,7 @@ def test_splits_are_the_stem_features_and_computed_once(cache, monkeypatch):
     b = bench(cache)
     calls = []
     real = cnn.features
-    monkeypatch.setattr(CB.cnn, "features", lambda cnn, x: calls.append(len(x)) or real(cnn, x))
+    monkeypatch.setattr(cnn_bench.cnn, "features", lambda cnn, x: calls.append(len(x)) or real(cnn, x))
     t = b.task("textures")
     assert (len(t.y_train), len(t.y_test), t.classes) == (N_TRAIN, N_TEST, CLASSES)
     x, y, xt, yt = b.split("textures", "test")
@@ -160,7 +160,7 @@ def test_fit_run_trains_on_the_split_and_is_cached_under_every_setting(cache, mo
     # the recorded accuracy is the trained model's on the evaluation split, and ‖Δw‖ its trained Δ
     _, _, xt, yt = b.split("textures", "test")
     m = log.calls[1]["model"]
-    assert test["accuracy"] == FT.accuracy(m, xt, yt)
+    assert test["accuracy"] == finetune.accuracy(m, xt, yt)
     state = log.calls[1]["result"].state
     assert test["delta_norm"] == pytest.approx(float(torch.sqrt(sum((v * v).sum() for v in state.values()))))
     assert test["delta_norm"] > 0
@@ -189,8 +189,8 @@ def test_fit_run_trains_on_the_split_and_is_cached_under_every_setting(cache, mo
 def test_composed_trains_a_partition_from_one_init_and_predicts_the_mean_output(cache, monkeypatch):
     log = FitLog(monkeypatch)
     loaded = []
-    real_load = FT.load_trainable
-    monkeypatch.setattr(CB.finetune, "load_trainable", lambda m, st: loaded.append(m) or real_load(m, st))
+    real_load = finetune.load_trainable
+    monkeypatch.setattr(cnn_bench.finetune, "load_trainable", lambda m, st: loaded.append(m) or real_load(m, st))
     b = bench(cache)
     spec = SPEC.with_(lr=0.3, epochs=3, decay_at=(3,))  # enough training for the shard models to disagree
     seed, n = 2, 3
@@ -214,12 +214,12 @@ def test_composed_trains_a_partition_from_one_init_and_predicts_the_mean_output(
     assert out["seconds"] == pytest.approx(sum(c["result"].seconds for c in log.calls))
     # linear in Δw: the composed model (mean Δw) outputs the mean of the shard models' outputs, and
     # the recorded accuracy is its accuracy on the test set
-    shard_out = torch.stack([FT.logits(c["model"], xt) for c in log.calls])
+    shard_out = torch.stack([finetune.logits(c["model"], xt) for c in log.calls])
     preds = shard_out.argmax(2)
     assert not (torch.equal(preds[0], preds[1]) and torch.equal(preds[1], preds[2])), "shards should differ"
     composed = loaded[0]
-    torch.testing.assert_close(FT.logits(composed, xt), shard_out.mean(0), atol=1e-5, rtol=1e-5)
-    assert out["accuracy"] == FT.accuracy(composed, xt, yt)
+    torch.testing.assert_close(finetune.logits(composed, xt), shard_out.mean(0), atol=1e-5, rtol=1e-5)
+    assert out["accuracy"] == finetune.accuracy(composed, xt, yt)
     # cached: the same call trains nothing; another number of shards is another entry
     assert b.composed("textures", spec, n, seed) == out and len(log.calls) == n
     one = b.composed("textures", spec, 1, 0)

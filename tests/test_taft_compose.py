@@ -8,7 +8,7 @@ import torch
 from torch.func import jvp
 
 from privtrans.taft import compose
-from privtrans.taft import finetune as FT
+from privtrans.taft import finetune
 from privtrans.taft import tangent
 from privtrans.taft.vit import ViT, ViTConfig
 
@@ -26,7 +26,7 @@ def feats(vit, n=24, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 1, CFG.image, CFG.image, generator=g)
     y = torch.randint(0, 4, (n,), generator=g)
-    return FT.features(vit, x, cut=1), y
+    return finetune.features(vit, x, cut=1), y
 
 
 def randomise(model, seed, scale=0.1):
@@ -35,27 +35,27 @@ def randomise(model, seed, scale=0.1):
         for p in model.parameters():
             if p.requires_grad:
                 p.copy_(scale * torch.randn(p.shape, generator=g))
-    return FT.trainable_state(model)
+    return finetune.trainable_state(model)
 
 
 def test_composition_by_averaging_delta_equals_the_mean_of_outputs(vit):
     x, _ = feats(vit)
-    spec = FT.FitSpec("taft", tuned=1)
-    states = [randomise(FT.make_model(vit, spec, 4, init_seed=3), seed=s) for s in range(5)]
+    spec = finetune.FitSpec("taft", tuned=1)
+    states = [randomise(finetune.make_model(vit, spec, 4, init_seed=3), seed=s) for s in range(5)]
     sset = compose.ShardSet(spec, 4, 3, [np.arange(1)] * 5, states)
     per = compose.shard_logits(vit, sset, x)
     composed = compose.composed_logits(vit, sset, x)
     torch.testing.assert_close(composed, per.mean(0), rtol=0, atol=2e-5)
     # the non-linear model has no such identity: a Soup is not its ensemble
-    nl = FT.FitSpec("nlft", tuned=1, loss="ce")
-    nstates = [randomise(FT.make_model(vit, nl, 4, init_seed=3), seed=s, scale=1.0) for s in range(5)]
+    nl = finetune.FitSpec("nlft", tuned=1, loss="ce")
+    nstates = [randomise(finetune.make_model(vit, nl, 4, init_seed=3), seed=s, scale=1.0) for s in range(5)]
     nset = compose.ShardSet(nl, 4, 3, [np.arange(1)] * 5, nstates)
     assert (compose.composed_logits(vit, nset, x) - compose.shard_logits(vit, nset, x).mean(0)).abs().max() > 1e-2
 
 
 def test_forgetting_by_subtraction_equals_training_without_the_shard(vit):
     x, y = feats(vit, n=30)
-    spec = FT.FitSpec("taft", tuned=1, lr=1e-2, kappa=5, epochs=3, batch=4, decay_at=(2,))
+    spec = finetune.FitSpec("taft", tuned=1, lr=1e-2, kappa=5, epochs=3, batch=4, decay_at=(2,))
     full = compose.train_shards(vit, x, y, spec, classes=4, shards=3, seed=7)
     j = 1
     removed = compose.subtract(compose.average(full.states), 3, full.states[j])
@@ -95,13 +95,13 @@ def test_cls_only_last_block_and_linearised_cls_token_equal_the_full_computation
     torch.testing.assert_close(part[1], full[1][:, :1])
     # CLS = T: the primal CLS becomes a fixed tiny vector, its tangent the trainable Δcls; the JVP
     # along Δcls equals torch.func.jvp of the tail with respect to the CLS entry
-    tt = FT.TangentTail(vit, tuned=1, cls=True)
-    FT.select(tt, "full")
-    assert "t.cls_delta.weight" in FT.trainable_state(tt)
+    tt = finetune.TangentTail(vit, tuned=1, cls=True)
+    finetune.select(tt, "full")
+    assert "t.cls_delta.weight" in finetune.trainable_state(tt)
     with torch.no_grad():
         tt.t.cls_delta.weight.copy_(torch.randn(CFG.dim, 1))
     f0, j = tt.t.from_features(x)
-    plain = FT.PlainTail(vit, tuned=1)
+    plain = finetune.PlainTail(vit, tuned=1)
     new_cls = tt.t.new_cls.expand(3, -1, -1)
 
     def tail_of_cls(c):
@@ -115,23 +115,23 @@ def test_cls_only_last_block_and_linearised_cls_token_equal_the_full_computation
 
 def test_pgd_projection_and_regime_selection(vit):
     ps = [torch.full((3,), 2.0), torch.full((1,), 2.0)]
-    FT.project(ps, radius=1.0)
+    finetune.project(ps, radius=1.0)
     assert float(torch.sqrt(sum((p * p).sum() for p in ps))) == pytest.approx(1.0)
-    tt = FT.make_model(vit, FT.FitSpec("taft", regime="bitfit"), 4, 0)
-    names = list(FT.trainable_state(tt))
+    tt = finetune.make_model(vit, finetune.FitSpec("taft", regime="bitfit"), 4, 0)
+    names = list(finetune.trainable_state(tt))
     assert names and all(n.endswith(".bias") or n.startswith("t.head.") for n in names)
-    pl = FT.make_model(vit, FT.FitSpec("nlft", regime="ln", loss="ce"), 4, 0)
-    names = list(FT.trainable_state(pl))
+    pl = finetune.make_model(vit, finetune.FitSpec("nlft", regime="ln", loss="ce"), 4, 0)
+    names = list(finetune.trainable_state(pl))
     assert names and all("norm" in n or n.startswith("head.") for n in names)
-    fc = FT.make_model(vit, FT.FitSpec("fc", loss="ce"), 4, 0)
-    assert set(FT.trainable_state(fc)) == {"head.weight", "head.bias"}
+    fc = finetune.make_model(vit, finetune.FitSpec("fc", loss="ce"), 4, 0)
+    assert set(finetune.trainable_state(fc)) == {"head.weight", "head.bias"}
     with pytest.raises(ValueError, match="regime must be one of"):
-        FT.FitSpec(regime="attention")
+        finetune.FitSpec(regime="attention")
 
 
 def test_pt_false_resets_the_tuned_block_and_the_head_is_new(vit):
-    a = FT.task_vit(vit, 4, tuned=1, pt=False, init_seed=0)
-    b = FT.task_vit(vit, 4, tuned=1, pt=True, init_seed=0)
+    a = finetune.task_vit(vit, 4, tuned=1, pt=False, init_seed=0)
+    b = finetune.task_vit(vit, 4, tuned=1, pt=True, init_seed=0)
     assert not torch.equal(a.blocks[1].fc1.weight, vit.blocks[1].fc1.weight)
     assert torch.equal(a.blocks[0].fc1.weight, vit.blocks[0].fc1.weight)
     assert torch.equal(b.blocks[1].fc1.weight, vit.blocks[1].fc1.weight)
@@ -140,9 +140,9 @@ def test_pt_false_resets_the_tuned_block_and_the_head_is_new(vit):
 
 def test_fit_lowers_the_loss_and_is_deterministic(vit):
     x, y = feats(vit, n=40)
-    spec = FT.FitSpec("taft", lr=1e-2, kappa=5, epochs=5, batch=8, decay_at=(4,))
-    r1 = FT.fit(FT.make_model(vit, spec, 4, 0), x, y, spec, seed=3)
-    r2 = FT.fit(FT.make_model(vit, spec, 4, 0), x, y, spec, seed=3)
+    spec = finetune.FitSpec("taft", lr=1e-2, kappa=5, epochs=5, batch=8, decay_at=(4,))
+    r1 = finetune.fit(finetune.make_model(vit, spec, 4, 0), x, y, spec, seed=3)
+    r2 = finetune.fit(finetune.make_model(vit, spec, 4, 0), x, y, spec, seed=3)
     assert r1.history[-1] < r1.history[0]
     for k in r1.state:
         assert torch.equal(r1.state[k], r2.state[k])

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from privtrans.book import dry
 from privtrans.taft import tangent_cost, dp, readouts
-from privtrans.taft import finetune as FT
+from privtrans.taft import finetune
 from privtrans.taft import pretrain
 from privtrans.taft.vit import ViT, ViTConfig
 
@@ -32,16 +32,16 @@ def tiny_vit():
 def feats(vit):
     g = torch.Generator().manual_seed(0)
     x = torch.randn(N, 1, CFG.image, CFG.image, generator=g)
-    return FT.features(vit, x, cut=1), torch.randint(0, 4, (N,), generator=g)
+    return finetune.features(vit, x, cut=1), torch.randint(0, 4, (N,), generator=g)
 
 
-SPEC = FT.FitSpec(method="taft", tuned=1, lr=1e-2, epochs=EPOCHS, batch=BATCH, decay_at=(2,))
+SPEC = finetune.FitSpec(method="taft", tuned=1, lr=1e-2, epochs=EPOCHS, batch=BATCH, decay_at=(2,))
 
 
 def fit_once(seed=0):
     vit = tiny_vit()
     x, y = feats(vit)
-    return FT.fit(FT.make_model(vit, SPEC, 4, init_seed=seed), x, y, SPEC, seed, classes=4)
+    return finetune.fit(finetune.make_model(vit, SPEC, 4, init_seed=seed), x, y, SPEC, seed, classes=4)
 
 
 def test_fit_runs_one_epoch_of_one_batch_and_books_the_full_run(dry_run):
@@ -55,8 +55,8 @@ def test_fit_runs_one_epoch_of_one_batch_and_books_the_full_run(dry_run):
 def test_fit_together_runs_one_epoch_of_one_batch_per_seed_stack(dry_run):
     vit = tiny_vit()
     x, y = feats(vit)
-    models = [FT.make_model(vit, SPEC, 4, init_seed=s) for s in (0, 1)]
-    rs = FT.fit_together(models, x, y, SPEC, [0, 1], classes=4)
+    models = [finetune.make_model(vit, SPEC, 4, init_seed=s) for s in (0, 1)]
+    rs = finetune.fit_together(models, x, y, SPEC, [0, 1], classes=4)
     assert [len(r.history) for r in rs] == [1, 1]
     loops = dry.report(1.0)["loops"]
     assert loops["fine-tuning epochs"]["full"] == EPOCHS and loops["fine-tuning batches"]["full"] == 3

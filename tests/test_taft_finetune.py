@@ -17,7 +17,7 @@ import torch
 from privtrans.book.runcache import RunCache, code_modules
 from privtrans.taft import data
 from privtrans.taft import experiments
-from privtrans.taft import finetune as FT
+from privtrans.taft import finetune
 from privtrans.taft.pretrain import PretrainSpec
 from privtrans.taft.vit import ViT, ViTConfig
 
@@ -33,19 +33,19 @@ def tiny_vit():
 def feats(vit, n=40, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 1, CFG.image, CFG.image, generator=g)
-    return FT.features(vit, x, cut=1), torch.randint(0, 4, (n,), generator=g)
+    return finetune.features(vit, x, cut=1), torch.randint(0, 4, (n,), generator=g)
 
 
 def spec(method, **kw):
     base = dict(method=method, tuned=1, lr=1e-2, epochs=3, batch=16, decay_at=(2,), wd=0.0, rank=3)
-    return FT.FitSpec(**{**base, **kw})
+    return finetune.FitSpec(**{**base, **kw})
 
 
 def apart_and_together(vit, s, seeds=SEEDS):
     x, y = feats(vit)
-    apart = [FT.fit(FT.make_model(vit, s, 4, init_seed=i), x, y, s, i, classes=4) for i in seeds]
-    models = [FT.make_model(vit, s, 4, init_seed=i) for i in seeds]
-    together = FT.fit_together(models, x, y, s, seeds, classes=4)
+    apart = [finetune.fit(finetune.make_model(vit, s, 4, init_seed=i), x, y, s, i, classes=4) for i in seeds]
+    models = [finetune.make_model(vit, s, 4, init_seed=i) for i in seeds]
+    together = finetune.fit_together(models, x, y, s, seeds, classes=4)
     return apart, together, models, x
 
 
@@ -95,26 +95,26 @@ def test_regulariser_in_the_full_regime_gives_the_same_predictions(float64):
     apart, together, models, x = apart_and_together(vit, s)
     assert_equal_runs(apart, together, params=False, rel=1e-6)
     for i, (a, m) in enumerate(zip(apart, models)):
-        ref = FT.load_trainable(FT.make_model(vit, s, 4, init_seed=SEEDS[i]), a.state)
-        torch.testing.assert_close(FT.logits(m, x), FT.logits(ref, x), atol=1e-6, rtol=1e-6)
+        ref = finetune.load_trainable(finetune.make_model(vit, s, 4, init_seed=SEEDS[i]), a.state)
+        torch.testing.assert_close(finetune.logits(m, x), finetune.logits(ref, x), atol=1e-6, rtol=1e-6)
 
 
 def test_one_seed_and_bad_input(float64):
     vit = tiny_vit()
     x, y = feats(vit)
     s = spec("taft")
-    (one,) = FT.fit_together([FT.make_model(vit, s, 4, init_seed=3)], x, y, s, [3], classes=4)
-    ref = FT.fit(FT.make_model(vit, s, 4, init_seed=3), x, y, s, 3, classes=4)
+    (one,) = finetune.fit_together([finetune.make_model(vit, s, 4, init_seed=3)], x, y, s, [3], classes=4)
+    ref = finetune.fit(finetune.make_model(vit, s, 4, init_seed=3), x, y, s, 3, classes=4)
     assert one.history == ref.history
     with pytest.raises(ValueError, match="one model per seed"):
-        FT.fit_together([FT.make_model(vit, s, 4, init_seed=0)], x, y, s, [0, 1])
+        finetune.fit_together([finetune.make_model(vit, s, 4, init_seed=0)], x, y, s, [0, 1])
 
 
 def test_seconds_are_the_together_time_shared():
     vit = tiny_vit()
     x, y = feats(vit)
     s = spec("fc", epochs=1)
-    rs = FT.fit_together([FT.make_model(vit, s, 4, init_seed=i) for i in SEEDS], x, y, s, SEEDS, classes=4)
+    rs = finetune.fit_together([finetune.make_model(vit, s, 4, init_seed=i) for i in SEEDS], x, y, s, SEEDS, classes=4)
     assert len({r.seconds for r in rs}) == 1 and rs[0].seconds > 0
 
 
@@ -137,8 +137,8 @@ def test_runner_stores_each_seed_under_the_single_run_key(tmp_path, monkeypatch)
     s = spec("taft", lr=1e-3, epochs=2)
     bench = TinyBench({}, 0, {}, None, cache=RunCache("taft", root=tmp_path / "together"))
     calls = []
-    together = FT.fit_together
-    monkeypatch.setattr(FT, "fit_together", lambda *a, **kw: calls.append(a[4]) or together(*a, **kw))
+    together = finetune.fit_together
+    monkeypatch.setattr(finetune, "fit_together", lambda *a, **kw: calls.append(a[4]) or together(*a, **kw))
     runs = experiments.fit_runs(bench, [("toy", s, i, "test") for i in SEEDS] + [("toy", s, 0, "val")])
     assert calls == [SEEDS]  # the three test-split seeds in one stack; the val run alone
     assert len(list((tmp_path / "together").glob("fit-*.pt"))) == 4
@@ -146,8 +146,8 @@ def test_runner_stores_each_seed_under_the_single_run_key(tmp_path, monkeypatch)
     def no_training(*a, **kw):
         raise AssertionError("a single fit_run after the together run must be a cache hit")
 
-    monkeypatch.setattr(FT, "fit", no_training)
-    monkeypatch.setattr(FT, "fit_together", no_training)
+    monkeypatch.setattr(finetune, "fit", no_training)
+    monkeypatch.setattr(finetune, "fit_together", no_training)
     hits = bench.cache.hits
     for i, r in zip(SEEDS, runs):
         assert bench.fit_run("toy", s, i) == r
@@ -170,6 +170,6 @@ def test_runner_stores_each_seed_under_the_single_run_key(tmp_path, monkeypatch)
 def test_batched_loss_is_each_seeds_loss(loss):
     g = torch.Generator().manual_seed(0)
     out, y = torch.randn(3, 7, 5, generator=g, dtype=torch.float64), torch.randint(0, 5, (3, 7), generator=g)
-    s = FT.FitSpec(loss=loss, kappa=4.0, alpha=2.5)
-    want = torch.stack([FT.loss_fn(out[i], y[i], loss, 5, s.kappa, s.alpha) for i in range(3)])
-    torch.testing.assert_close(FT.per_seed_loss(out, y, s, 5), want, atol=1e-12, rtol=1e-12)
+    s = finetune.FitSpec(loss=loss, kappa=4.0, alpha=2.5)
+    want = torch.stack([finetune.loss_fn(out[i], y[i], loss, 5, s.kappa, s.alpha) for i in range(3)])
+    torch.testing.assert_close(finetune.per_seed_loss(out, y, s, 5), want, atol=1e-12, rtol=1e-12)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from privtrans.taft import compose
-from privtrans.taft import finetune as FT
+from privtrans.taft import finetune
 from privtrans.taft import peft
 from privtrans.taft.vit import ViT, ViTConfig
 
@@ -23,24 +23,24 @@ def vit():
 def feats(vit, n=24, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 1, CFG.image, CFG.image, generator=g)
-    return FT.features(vit, x, cut=1), torch.randint(0, 4, (n,), generator=g)
+    return finetune.features(vit, x, cut=1), torch.randint(0, 4, (n,), generator=g)
 
 
 def spec(method, **kw):
-    return FT.FitSpec(method=method, tuned=1, loss="ce", rank=3, epochs=2, decay_at=(1,), **kw)
+    return finetune.FitSpec(method=method, tuned=1, loss="ce", rank=3, epochs=2, decay_at=(1,), **kw)
 
 
 @pytest.mark.parametrize("method", peft.METHODS)
 def test_fresh_peft_model_is_the_plain_tail_with_the_same_new_head(vit, method):
     x, _ = feats(vit)
-    plain = FT.make_model(vit, spec("nlft"), 4, init_seed=3)
-    model = FT.make_model(vit, spec(method), 4, init_seed=3)
-    assert torch.equal(FT.logits(plain, x), FT.logits(model, x))
+    plain = finetune.make_model(vit, spec("nlft"), 4, init_seed=3)
+    model = finetune.make_model(vit, spec(method), 4, init_seed=3)
+    assert torch.equal(finetune.logits(plain, x), finetune.logits(model, x))
 
 
 @pytest.mark.parametrize("method", peft.METHODS)
 def test_only_the_methods_own_tensors_and_the_head_train(vit, method):
-    model = FT.make_model(vit, spec(method), 4, init_seed=0)
+    model = finetune.make_model(vit, spec(method), 4, init_seed=0)
     d, r = CFG.dim, 3
     own = {"adapter": 2 * (d * r + r + r * d + d),  # down and up after proj and after fc2
            "lora": (r * d + 3 * d * r) + (r * d + d * r)}  # A and B on qkv (d -> 3d) and on proj
@@ -50,7 +50,7 @@ def test_only_the_methods_own_tensors_and_the_head_train(vit, method):
     assert all(n.startswith("head.") or peft.MARKERS[method] in n for n in trainable)
     x, y = feats(vit)
     frozen = {n: p.clone() for n, p in model.named_parameters() if not p.requires_grad}
-    FT.fit(model, x, y, spec(method, lr=1e-2), seed=0, classes=4)
+    finetune.fit(model, x, y, spec(method, lr=1e-2), seed=0, classes=4)
     assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if not p.requires_grad)
 
 
@@ -82,9 +82,9 @@ def test_adapter_is_a_residual_bottleneck_after_the_layer():
 def test_shards_start_from_one_initialisation_and_their_average_is_not_the_ensemble(vit, method):
     x, y = feats(vit, n=40)
     sset = compose.train_shards(vit, x, y, spec(method, lr=5e-2), classes=4, shards=2, seed=0)
-    inits = [FT.trainable_state(sset.model(vit)) for _ in range(2)]
+    inits = [finetune.trainable_state(sset.model(vit)) for _ in range(2)]
     assert all(torch.equal(inits[0][k], inits[1][k]) for k in inits[0])
-    other = FT.trainable_state(FT.make_model(vit, sset.spec, 4, init_seed=sset.init_seed + 1))
+    other = finetune.trainable_state(finetune.make_model(vit, sset.spec, 4, init_seed=sset.init_seed + 1))
     own = [k for k in other if peft.MARKERS[method] in k and not torch.all(other[k] == 0)]
     assert own and all(not torch.equal(other[k], inits[0][k]) for k in own)  # drawn from init_seed
     ensemble = compose.shard_logits(vit, sset, x).mean(0)
@@ -94,7 +94,7 @@ def test_shards_start_from_one_initialisation_and_their_average_is_not_the_ensem
 
 def test_bad_peft_settings_are_named():
     with pytest.raises(ValueError, match="needs tuned >= 1"):
-        FT.FitSpec(method="lora", tuned=1, regime="ln")
+        finetune.FitSpec(method="lora", tuned=1, regime="ln")
     with pytest.raises(ValueError, match="rank must be a positive integer"):
         peft.attach(torch.nn.Module(), "lora", 0, 0)
     with pytest.raises(ValueError, match="method must be one of"):

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from privtrans.taft import tangent_cost
-from privtrans.taft import finetune as FT
+from privtrans.taft import finetune
 from privtrans.taft.vit import ViT, ViTConfig
 
 CFG = ViTConfig(image=8, patch=4, dim=16, depth=3, heads=2, classes=5)
@@ -77,7 +77,7 @@ def test_both_tails_tune_the_same_weights_from_the_same_cut_and_start_equal(vit,
     tails = tangent_cost.tails(vit, CLASSES, tuned)
     assert list(tails) == list(tangent_cost.METHODS) == ["NLFT", "TAFT"]
     nlft, taft = tails["NLFT"], tails["TAFT"]
-    assert isinstance(nlft, FT.PlainTail) and isinstance(taft, FT.TangentTail)
+    assert isinstance(nlft, finetune.PlainTail) and isinstance(taft, finetune.TangentTail)
     want = n_tuned_weights(CFG.dim, tuned, CLASSES)
     assert want == {1: 3363, 2: 6643}[tuned]  # by hand for d = 16, 3 classes
     for m in (nlft, taft):
@@ -86,7 +86,7 @@ def test_both_tails_tune_the_same_weights_from_the_same_cut_and_start_equal(vit,
     assert nlft.cut == taft.cut == CFG.depth - tuned
     # the same pretrained blocks and the same new head: Δw = 0 makes TAFT the plain model
     images, _ = batch()
-    h = FT.features(vit, images, CFG.depth - tuned)
+    h = finetune.features(vit, images, CFG.depth - tuned)
     torch.testing.assert_close(taft(h), nlft(h), atol=1e-6, rtol=1e-5)
     assert nlft(h).shape == (len(images), CLASSES)
 

@@ -142,7 +142,7 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
     workers, its MPC parties: ``book.stopping``); on an interrupt (KeyboardInterrupt, or SystemExit in
     a pipeline worker) at once, and the interrupt goes on up."""
     import nbformat
-    import papermill as pm
+    import papermill
     from papermill.exceptions import PapermillExecutionError
 
     from . import warm as warming
@@ -168,7 +168,7 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
         if km is None:  # papermill starts it; this function ends it (nbclient would leave its workers)
             cold = warming.kernel_manager(KERNEL, _kernel_config(sockets))
         with echo_progress(progress_log, nb.label):
-            pm.execute_notebook(
+            papermill.execute_notebook(
                 str(src_ipynb), str(out_ipynb), parameters={"profile": profile, "seed": seed},
                 kernel_name=KERNEL, cwd=str(root), progress_bar=False, log_output=False,
                 config=_kernel_config(sockets), km=km or cold,

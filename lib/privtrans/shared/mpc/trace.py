@@ -47,10 +47,10 @@ def recording(events: list):
     """Append this party's messages to ``events`` while the block runs: ("send", peer, elements),
     ("recv", peer, elements), ("irecv", peer, elements) and ("sync",) when a non-blocking exchange
     completes. Wraps CrypTen's communicator methods (and ``replicate_shares``) and restores them."""
-    from crypten.communicator import distributed_communicator as dc
+    from crypten.communicator import distributed_communicator
     from crypten.mpc.primitives import replicated
 
-    cls = dc.DistributedCommunicator
+    cls = distributed_communicator.DistributedCommunicator
     saved = {name: getattr(cls, name) for name in ("send", "recv", "isend", "irecv", "all_reduce", "broadcast",
                                                     "reduce", "gather", "all_gather", "barrier", "scatter",
                                                     "send_obj", "recv_obj", "broadcast_obj")}
