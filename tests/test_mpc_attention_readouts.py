@@ -56,6 +56,11 @@ def test_time_claims_are_not_judged_through_a_link_the_papers_numbers_do_not_cal
     for cid in ("t1_all_cheaper_than_softmax", "t1_softmax_freediv_beats_2quad"):
         assert verdict(cid, r) == "not judged"
     assert "held-out" in r["link_2pc"]["status"]
+    # the reason names the held-out error that kept the link from judging
+    c = CLAIMS["t1_softmax_freediv_beats_2quad"]
+    (row,) = claims.evaluate("mpc_attention", {"claims": [c]},
+                             {c["notebook"]: {"profile": "ci", "values": _jsonable(r)}}, "ci")
+    assert f"max_held_out_error = {r['link_2pc']['max_held_out_error']:.4g} <= 0.1 (false)" in row["reason"]
 
 
 def closed(rounds=ROUNDS, nbytes=BYTES):

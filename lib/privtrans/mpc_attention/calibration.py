@@ -78,7 +78,7 @@ def record(cal: Calibration | ValueError) -> dict:
     """What a notebook records of a calibration (the claims' precondition reads ``calibrated``); a fit
     that could not give a link (``calibrate``'s ValueError) is recorded as not calibrated, with why."""
     if isinstance(cal, ValueError):
-        return {"calibrated": False, "status": f"not calibrated: {cal}"}
+        return {"calibrated": False, "max_held_out_error": None, "status": f"not calibrated: {cal}"}
     return {**cal.summary(), "fitted": [c.name for c in cal.fitted], "held_out": [c.name for c in cal.held_out]}
 
 
