@@ -224,6 +224,9 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
             "teacher − student": paired_difference(teacher_metrics, after[best], margin=KEPT_MARGIN).as_dict()},
         "best_over_scaling_lan": ratio(speed.get(best), speed.get("scaling+quad")),
         "best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
+        # the same comparisons on every link: a time rounds x RTT + bytes / bandwidth lies between the
+        # ratio of the rounds and that of the bytes, so both within a band (or both above 1) hold on any
+        **_count_ratios(costs, best, lambda c: c["Total"]),
         # share of the converted model's LAN-model time per group, and the largest speed-up any
         # replacement of Softmax and GeLU could reach here: Softmax + GeLU's time over the time of
         # what every scheme shares (embedding, linear layers, LayerNorm, the rest)
@@ -234,6 +237,17 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
                               if "scaling+quad" in after else None),
         "largest_nonlinear_after_conversion": max(nonlin, key=nonlin.get) if nonlin else None,
     }
+
+
+def _count_ratios(costs: dict, best: str, total, prefix: str = "") -> dict:
+    """Scaling + Quad's and 2Quad + Quad's rounds and bytes over the converted model's (``best``):
+    the checks of our construction that must hold on every link read these, not a link's times."""
+    out = {}
+    for other, tag in (("scaling+quad", "scaling"), ("2quad+quad", "2quad")):
+        for col in ("rounds", "bytes"):
+            out[f"{prefix}best_over_{tag}_{col}"] = (ratio(total(costs[other])[col], total(costs[best])[col])
+                                                     if other in costs and best in costs else None)
+    return out
 
 
 def _calibrated_table2(counts: dict, label: str, prefix: str = "") -> dict:
@@ -271,7 +285,9 @@ def spu_schemes(rows: list[dict]) -> dict:
     best = "2quad_freediv+quad"
     cal = _calibrated_table2({f"{r['attention']}+{r['activation']}": (r["bytes"], r["rounds"]) for r in rows},
                              f"SPU {rows[0]['protocol']}", prefix="spu_") if rows else {}
-    return {**cal, "spu_protocol": rows[0]["protocol"] if rows else None, "spu_speedup_lan": speed,
+    counts = {f"{r['attention']}+{r['activation']}": r for r in rows}
+    return {**cal, **_count_ratios(counts, best, lambda r: r, prefix="spu_"),
+            "spu_protocol": rows[0]["protocol"] if rows else None, "spu_speedup_lan": speed,
             "spu_best_speedup_lan": speed.get(best),
             "spu_best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
             "spu_best_over_scaling_lan": ratio(speed.get(best), speed.get("scaling+quad")),
