@@ -60,7 +60,7 @@ def test_a_fit_without_a_link_is_recorded_not_calibrated_and_judges_nothing():
     # proportional counts: bandwidth and latency cannot be told apart
     counts = {"softmax+gelu": (1e6, 100), "softmax+quad": (2e6, 200), "2quad+quad": (3e6, 250),
               "2quad_freediv+quad": (1e6, 50)}
-    out = readouts._calibrated_table2(counts, "toy")
+    out = readouts._calibrated_table2(counts, "2quad_freediv+quad", "toy")
     assert out["link_table2"]["calibrated"] is False
     assert "cannot be told apart" in out["link_table2"]["status"]
     assert out["best_speedup_cal"] is None

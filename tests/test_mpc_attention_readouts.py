@@ -116,6 +116,18 @@ def test_tables2_6_readouts_and_claims(paper_on_lan):
     assert near["link_table2"]["calibrated"] is True
     assert near["best_speedup_lan"] >= 2 and near["best_over_2quad_lan"] < 1.11
     assert verdict("t3_speedup", near) == "contradicted" and verdict("t6_faster_than_mpcformer", near) == "held"
+    # the checks of our construction read rounds and bytes together, so they hold on every link:
+    # Scaling + Quad within 10 % of the converted model in both (120/125 rounds, equal bytes) holds;
+    # 20 % fewer bytes fails "as fast" however equal the rounds, and more bytes than 2Quad + Quad
+    # fails "faster" however few the rounds
+    assert r["best_over_scaling_rounds"] == pytest.approx(120 / 125) and r["best_over_scaling_bytes"] == 1.0
+    assert verdict("t2_as_fast_as_scaling", r) == "held"
+    lean = readouts.tables2_6_schemes(TEACHERS, students, {**COSTS, "scaling+quad": _cost(125, 3.2e6)}, [0, 1, 2])
+    assert verdict("t2_as_fast_as_scaling", lean) == "contradicted"
+    heavy = readouts.tables2_6_schemes(TEACHERS, students, {**COSTS, "2quad_freediv+quad": _cost(125, 6e6, norm=100)},
+                                       [0, 1, 2])
+    assert heavy["best_over_2quad_rounds"] > 1 and heavy["best_over_2quad_bytes"] < 1
+    assert verdict("t6_faster_than_mpcformer", heavy) == "contradicted"
     # student - teacher = [+0.002, +0.001, +0.001]: within a point on both sides
     assert r["kept"]["mean"] == pytest.approx(0.004 / 3) and verdict("t3_accuracy_kept", r) == "held"
     assert r["kept_within"]["teacher − student"]["mean"] == pytest.approx(-0.004 / 3)

@@ -202,7 +202,8 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
     nonlin = {grp: lan_seconds(g[grp]) for grp in ("Softmax", "Norm", "Act") if grp in g}
     total = lan_seconds(g["Total"])
     n = len(seeds)
-    cal = _calibrated_table2({k: (c["Total"]["bytes"], c["Total"]["rounds"]) for k, c in costs.items()}, "CrypTen 2PC")
+    counts = {k: (c["Total"]["bytes"], c["Total"]["rounds"]) for k, c in costs.items()}
+    cal = _calibrated_table2(counts, best, "CrypTen 2PC")
     return {
         **cal,
         "seeds": list(seeds), "n_seeds": n, "teacher_metric": mean(teacher_metrics),
@@ -226,7 +227,7 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
         "best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
         # the same comparisons on every link: a time rounds x RTT + bytes / bandwidth lies between the
         # ratio of the rounds and that of the bytes, so both within a band (or both above 1) hold on any
-        **_count_ratios(costs, best, lambda c: c["Total"]),
+        **_count_ratios(counts, best),
         # share of the converted model's LAN-model time per group, and the largest speed-up any
         # replacement of Softmax and GeLU could reach here: Softmax + GeLU's time over the time of
         # what every scheme shares (embedding, linear layers, LayerNorm, the rest)
@@ -239,25 +240,26 @@ def tables2_6_schemes(teacher_metrics: list, students: dict, costs: dict, seeds:
     }
 
 
-def _count_ratios(costs: dict, best: str, total, prefix: str = "") -> dict:
-    """Scaling + Quad's and 2Quad + Quad's rounds and bytes over the converted model's (``best``):
-    the checks of our construction that must hold on every link read these, not a link's times."""
+def _count_ratios(counts: dict, best: str, prefix: str = "") -> dict:
+    """Scaling + Quad's and 2Quad + Quad's rounds and bytes over the converted model's (``best``), from
+    ``counts`` {"att+act": (bytes, rounds)}: the checks of our construction that must hold on every
+    link read these, not a link's times."""
     out = {}
     for other, tag in (("scaling+quad", "scaling"), ("2quad+quad", "2quad")):
-        for col in ("rounds", "bytes"):
-            out[f"{prefix}best_over_{tag}_{col}"] = (ratio(total(costs[other])[col], total(costs[best])[col])
-                                                     if other in costs and best in costs else None)
+        for i, col in ((1, "rounds"), (0, "bytes")):
+            out[f"{prefix}best_over_{tag}_{col}"] = (ratio(counts[other][i], counts[best][i])
+                                                     if other in counts and best in counts else None)
     return out
 
 
-def _calibrated_table2(counts: dict, label: str, prefix: str = "") -> dict:
+def _calibrated_table2(counts: dict, best: str, label: str, prefix: str = "") -> dict:
     """Tables 2, 3 on the link calibrated on the paper's own Table 2 (``calibration.table2_link``): its
-    record (the time claims' precondition) and the converted model's speed-ups on it."""
+    record (the time claims' precondition) and the converted model's (``best``) speed-ups on it.
+    ``counts``: {"att+act": (bytes, rounds)} of the whole model."""
     from .calibration import fitted, record, seconds, table2_link
 
     cal = fitted(table2_link, counts, label)
     t = {k: seconds(cal, b, r) for k, (b, r) in counts.items()}
-    best = "2quad_freediv+quad"
     return {f"{prefix}link_table2": record(cal),
             f"{prefix}speedup_cal": {k: ratio(t["softmax+gelu"], v) for k, v in t.items()},
             f"{prefix}best_speedup_cal": ratio(t["softmax+gelu"], t[best]),
@@ -283,10 +285,9 @@ def spu_schemes(rows: list[dict]) -> dict:
     base = lan.get("softmax+gelu")
     speed = {k: ratio(base, v) for k, v in lan.items()}
     best = "2quad_freediv+quad"
-    cal = _calibrated_table2({f"{r['attention']}+{r['activation']}": (r["bytes"], r["rounds"]) for r in rows},
-                             f"SPU {rows[0]['protocol']}", prefix="spu_") if rows else {}
-    counts = {f"{r['attention']}+{r['activation']}": r for r in rows}
-    return {**cal, **_count_ratios(counts, best, lambda r: r, prefix="spu_"),
+    counts = {f"{r['attention']}+{r['activation']}": (r["bytes"], r["rounds"]) for r in rows}
+    cal = _calibrated_table2(counts, best, f"SPU {rows[0]['protocol']}", prefix="spu_") if rows else {}
+    return {**cal, **_count_ratios(counts, best, prefix="spu_"),
             "spu_protocol": rows[0]["protocol"] if rows else None, "spu_speedup_lan": speed,
             "spu_best_speedup_lan": speed.get(best),
             "spu_best_over_2quad_lan": ratio(speed.get(best), speed.get("2quad+quad")),
