@@ -584,3 +584,35 @@ def test_ghost_speed_is_timed_interleaved_in_fresh_interpreters():
     with pytest.raises(ValueError, match="two different methods"):
         eff.speed_processes(30, 6, 4, 8, processes=2, repeats=2, steps_per_repeat=1, methods=("phantom", "phantom"))
 
+
+def test_memory_repeats_measure_the_pair_again_with_the_sweeps_settings():
+    rows = eff.sweep(["nonprivate", "phantom", "paper_ghost"], [20, 30], 4, 2, 8, steps=1, isolate=False)
+    rep = eff.memory_repeats(rows, 3)  # in this process, as the sweep ran
+    assert sorted({(r["method"], r["M"]) for r in rep}) == [(m, M) for m in ("nonprivate", "phantom") for M in (20, 30)]
+    assert sorted(r["repeat"] for r in rep) == [k for k in range(3) for _ in range(4)]
+    first = {(r["method"], r["M"]): r["extra_mb"] for r in rows}
+    assert all(r["extra_mb"] == first[r["method"], r["M"]] for r in rep if r["repeat"] == 0)
+    with pytest.raises(ValueError, match="repeats must be an integer >= 2"):
+        eff.memory_repeats(rows, 1)
+    with pytest.raises(ValueError, match="parallel must be a positive int"):
+        eff.measure_all([], parallel=0)
+
+
+
+def test_measure_all_runs_each_configuration_in_its_own_process_and_a_peak_repeats():
+    """Each configuration in a fresh interpreter, two at a time, results in order: the step's extra peak
+    is at least its logits (B·L·M float32), and the same configuration reads the same peak again.
+
+    The shapes make the logits 5-10 MB, so the few hundred kB by which a process's small allocations
+    vary stay within 5 % (eight processes of the larger read 36.07-36.31 MB; with logits of 0.7 MB they
+    read 8.2-9.3 MB, too close to that noise to test 'repeats'). Without a fixed mmap threshold one
+    configuration read 83-105 MB across processes (the module docstring)."""
+    configs = [dict(method=m, n_items=M, length=16, batch=8, d=8, steps=1, threads=1)
+               for M in (10000, 20000) for m in ("nonprivate", "nonprivate")]
+    rows = eff.measure_all(configs, parallel=2)
+    assert [(r["method"], r["M"]) for r in rows] == [(c["method"], c["n_items"]) for c in configs]
+    assert {r["mmap_threshold"] for r in rows} == {eff.MMAP_THRESHOLD}
+    for r in rows:
+        assert r["extra_mb"] >= 8 * 16 * r["M"] * 4 / 2**20, r
+    assert rows[0]["extra_mb"] == pytest.approx(rows[1]["extra_mb"], rel=0.05)
+    assert rows[2]["extra_mb"] == pytest.approx(rows[3]["extra_mb"], rel=0.05)

@@ -36,6 +36,30 @@ def test_each_recorded_key_names_the_readout_that_returned_that_object():
     assert producers.producers_of({"cells": t["cells"]}) == {}
 
 
+def test_a_readouts_package_is_watched_through_its_submodules(tmp_path, monkeypatch):
+    """Readouts split by table: the notebook calls the package's re-export, a sibling calls the other
+    module's function; both reach the one wrapper, named after the module that defines it."""
+    pkg = tmp_path / "fakepkg_readouts"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .tables import table  # noqa: F401\n")
+    (pkg / "common.py").write_text("def cells(x):\n    return {'cells': [x]}\n")
+    (pkg / "tables.py").write_text("from .common import cells\n"
+                                   "def table(x):\n    return {**cells(x), 'mean': float(x)}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fakepkg_readouts
+
+    producers.forget()
+    producers.watch(fakepkg_readouts)
+    from fakepkg_readouts import common, tables
+
+    assert fakepkg_readouts.table is tables.table and tables.cells is common.cells
+    t = fakepkg_readouts.table(2)
+    got = producers.producers_of({"cells": t["cells"], "mean": t["mean"]})
+    assert got == {"cells": "fakepkg_readouts.tables.table", "mean": "fakepkg_readouts.tables.table"}
+    assert producers.producers_of({"cells": common.cells(3)["cells"]}) == {"cells": "fakepkg_readouts.common.cells"}
+    producers.forget()
+
+
 def test_a_session_writes_made_by_and_a_claim_reads_its_readouts(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVTRANS_ROOT", str(tmp_path))
     (tmp_path / "_config.yml").write_text("")

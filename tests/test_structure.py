@@ -24,7 +24,7 @@ EXEMPT = {
     "book/pipeline/__main__.py": "the command line: test_book.py runs it end to end; each step has its module's test file",
     "dp_icl/reference.py": "the authors' numbers matched to ours: test_dp_icl_readouts.py tests the match with the "
                            "frames it builds for the readouts",
-    "dpformer/claim31.py": "the Claim 3.1 measurements: test_dpformer_readouts.py runs them for its inputs, "
+    "dpformer/claim31.py": "the Claim 3.1 measurements: test_dpformer_readouts_phantom.py runs them for its inputs, "
                            "test_shared_dp_phantom.py tests the norms they measure",
     "dpformer/sasrec.py": "the model: test_dpformer_efficiency.py, test_dpformer_reattention.py and "
                           "test_shared_dp_phantom.py run and check it",

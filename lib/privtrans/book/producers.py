@@ -22,14 +22,28 @@ _WATCHED = "__privtrans_watched__"
 
 
 def watch(module: ModuleType) -> ModuleType:
-    """Wrap ``module``'s public functions (defined in it, not imported) in place; idempotent."""
+    """Wrap ``module``'s public functions (defined in it, not imported) in place; idempotent. A
+    package (readouts split by the table they serve) is watched whole: each submodule's functions
+    are wrapped, and every name that re-exports or imports one of them (the package's, a sibling's)
+    is pointed at the same wrapper."""
     if getattr(module, _WATCHED, False):
         return module
-    for name, fn in list(vars(module).items()):
-        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
-            continue
-        setattr(module, name, _remembering(fn, f"{module.__name__}.{name}"))
-    setattr(module, _WATCHED, True)
+    # a package's submodules are those its __init__ imported (each is then an attribute of it): no
+    # module name is built here, so the import contracts see every import (tests/test_layers.py)
+    mods = [module] + [m for m in vars(module).values()
+                       if isinstance(m, ModuleType) and m.__name__.startswith(module.__name__ + ".")]
+    wrappers = {}
+    for mod in mods:
+        for name, fn in list(vars(mod).items()):
+            if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != mod.__name__:
+                continue
+            wrappers[id(fn)] = _remembering(fn, f"{mod.__name__}.{name}")
+            setattr(mod, name, wrappers[id(fn)])
+    for mod in mods:
+        for name, fn in list(vars(mod).items()):
+            if id(fn) in wrappers:
+                setattr(mod, name, wrappers[id(fn)])
+        setattr(mod, _WATCHED, True)
     return module
 
 
