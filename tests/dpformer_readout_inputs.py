@@ -16,9 +16,7 @@ from privtrans.dpformer.readouts import attention, phantom, premise
 NOT_SHOWN = "not judged: the setting cannot show the effect"   # the reason of a failed precondition
 
 
-
 TABLE_METHODS = ("gru", "lstm", "transformer_untied", "transformer", "dpformer")
-
 
 
 # mean NDCG@10 per method at ε = 5, 8 (seeds add ±0.001 around it)
@@ -26,17 +24,13 @@ NDCG = {"gru": (0.020, 0.022), "lstm": (0.021, 0.023), "transformer_untied": (0.
         "transformer": (0.030, 0.040), "dpformer": (0.036, 0.042)}
 
 
-
 EPS = [5, 8]
-
 
 
 N_USERS = 1000  # the evaluated users behind HIT@10 (its resolution 1/N)
 
 
-
 MOST_POPULAR = 0.02  # below the untied Transformer's seeds at ε = 8 (0.034, 0.036): the Re-Attention gate holds
-
 
 
 # ------------------------------------------------------------------------------------ fixtures
@@ -52,7 +46,6 @@ def table_runs(ndcg=NDCG, seeds=(0, 1), epsilons=EPS, drop=()) -> pd.DataFrame:
                 rows.append({"method": m, "label": m, "epsilon": e, "seed": s, "batch_size": 256, "lr": 0.02,
                              "ndcg@10": v + off, "hit@10": 2 * (v + off), "epsilon_spent": e - 0.01})
     return pd.DataFrame(rows)
-
 
 
 def table_curves(seeds=(0, 1), spread=None, fall=None) -> pd.DataFrame:
@@ -73,13 +66,11 @@ def table_curves(seeds=(0, 1), spread=None, fall=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-
 def refs(oracle=True) -> pd.DataFrame:
     rows = [{"method": "most_popular", "label": "MostPopular", "ndcg@10": MOST_POPULAR, "hit@10": 0.1}]
     if oracle:
         rows.append({"method": "oracle", "label": "Oracle", "ndcg@10": 0.2, "hit@10": 0.3})
     return pd.DataFrame(rows)
-
 
 
 def grid_runs(values: dict, epsilon=8, seeds=(0,)) -> pd.DataFrame:
@@ -94,12 +85,10 @@ def grid_runs(values: dict, epsilon=8, seeds=(0,)) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-
 FIG7_GRID = {(256, 0.005): {"transformer": 0.030, "dpformer": 0.040},    # diagonal, +0.010
              (256, 0.02): {"transformer": 0.030, "dpformer": 0.020},     # off-diagonal, -0.010
              (512, 0.005): {"transformer": 0.030, "dpformer": 0.031},    # off-diagonal, +0.001
              (512, 0.02): {"transformer": 0.030, "dpformer": 0.050}}     # diagonal, +0.020
-
 
 
 def fig2_grid(gains=(0.010, 0.012, 0.008, 0.010), seeds=(0,)) -> pd.DataFrame:
@@ -111,7 +100,6 @@ def fig2_grid(gains=(0.010, 0.012, 0.008, 0.010), seeds=(0,)) -> pd.DataFrame:
     return grid_runs(values, epsilon=5, seeds=seeds)
 
 
-
 def verdicts(readout_values: dict[str, dict], profile: str = "ci") -> dict[str, dict]:
     """{claim id: summary row} for the chapter's claims, from values as the session records them."""
     doc = claims.load("dpformer")
@@ -119,11 +107,9 @@ def verdicts(readout_values: dict[str, dict], profile: str = "ci") -> dict[str, 
     return {r["id"]: r for r in claims.evaluate("dpformer", doc, results, profile)}
 
 
-
 # ------------------------------------------------------------------------------------ Figure 5
 STATS = {"users": 943, "items": 1349, "interactions": 99287, "density": 0.078, "top20_share": 0.58,
          "gini": 0.6, "avg_len": 105.3}
-
 
 
 # ------------------------------------------------------------------------------------ Claim 3.1
@@ -134,7 +120,6 @@ def claim31_inputs(phantom_err=1e-12, message="NotImplementedError: Parameter ty
     ft = {"exact": np.array([1.0, 2.0]), "opacus_hooks": np.array([0.8, 1.9]),
           "phantom": "RuntimeError: Phantom Clipping does not see every use"}
     return errors, message, ft, {"abadi": 1e-14, "automatic": 2e-14}, 12
-
 
 
 # ------------------------------------------------------------------------------------ Figure 3
@@ -149,14 +134,12 @@ def fig3_measured(Ms=(500, 1000, 2000), ghost_time=(2.0, 6.0, 20.0), chunked_at=
     return pd.DataFrame(rows)
 
 
-
 def fig3_modelled(ratios=(10.0, 400.0), Ms=(3416, 23715), opacus=(3000, 600)):
     """The modelled table at the paper's vocabularies: Phantom fits 2400 and 480 (0.8× opacus ghost's)."""
     phantom = [2400, 480]
     return pd.DataFrame({"phantom": phantom, "opacus_ghost": list(opacus),
                          "Phantom / paper-style Ghost": list(ratios), "Phantom / non-private": [0.9] * len(Ms),
                          "Phantom / opacus ghost": [p / o for p, o in zip(phantom, opacus)]}, index=list(Ms))
-
 
 
 def fig3_speed(ratio=1.2):
@@ -166,7 +149,6 @@ def fig3_speed(ratio=1.2):
              "times": {"phantom": [ratio * j, ratio * j * 1.01], "nonprivate": [1.0, 1.01]},
              "M": 2000, "L": 30, "B": 32, "d": 64, "threads": 1, "steps_per_repeat": 3, "warmup": 1}
             for j in (1.0, 1.02, 0.99, 1.01, 0.98)]
-
 
 
 def fig3_ghost(small=1.5, large=30.0, Ms=(500, 2000), jitter=(1.0, 1.05, 0.96)):
@@ -181,7 +163,6 @@ def fig3_ghost(small=1.5, large=30.0, Ms=(500, 2000), jitter=(1.0, 1.05, 0.96)):
     return phantom.fig3_ghost_speed({Ms[0]: runs(Ms[0], small), Ms[1]: runs(Ms[1], large)})
 
 
-
 def fig3_memory_rows(ratio=1.2, noise=0.02, repeats=5, Ms=(500, 1000, 2000), seed=0):
     """Repeated extra-memory rows as efficiency.memory_repeats returns them: Phantom ``ratio`` × non-private
     (100 MB per 500 items), each process's reading × exp(N(0, noise))."""
@@ -189,7 +170,6 @@ def fig3_memory_rows(ratio=1.2, noise=0.02, repeats=5, Ms=(500, 1000, 2000), see
     return [{"method": m, "M": M, "repeat": k,
              "extra_mb": (ratio if m == "phantom" else 1.0) * 100.0 * M / 500 * math.exp(rng.normal(0.0, noise))}
             for k in range(repeats) for M in Ms for m in ("phantom", "nonprivate")]
-
 
 
 # ------------------------------------------------------------------------------------ Figure 4, Table 3
@@ -209,7 +189,6 @@ def fig4_inputs(inflation=(1.0, 1.5, 2.2), tv_re=(0.001, 0.002, 0.004)):
     return mc, sweep, 0, t3, paper, checks
 
 
-
 # ------------------------------------------------------------------------------------ Figure 9
 def fig9_shift(kl=(0.03, 0.02, 0.01), lean=(0.02, 0.01, 0.005), dpf=(0.01, 0.035), np_lean=0.0, seeds=(0, 1),
                with_dpformer=True, dpf_raw=0.012):
@@ -227,7 +206,6 @@ def fig9_shift(kl=(0.03, 0.02, 0.01), lean=(0.02, 0.01, 0.005), dpf=(0.01, 0.035
     return pd.DataFrame(rows)
 
 
-
 def fig9_models(seeds=(0, 1), ndcg=0.03, nonprivate=0.05):
     """One row per model, as notebook 08 records them: NDCG@10 ``ndcg`` (± 0.001 by seed) for every DP
     model, ``nonprivate`` for the non-private one; MostPopular (``refs``) is 0.02."""
@@ -239,24 +217,19 @@ def fig9_models(seeds=(0, 1), ndcg=0.03, nonprivate=0.05):
     return pd.DataFrame(rows)
 
 
-
 def fig9(shift, epsilons=(5, 8, 10), models=None, most_popular=True):
     return attention.fig9_attention_shift(shift, list(epsilons), fig9_models() if models is None else models,
                                          refs(False) if most_popular else None)
-
 
 
 # ------------------------------------------------------------------------------------ premise data
 P_EPS = [1, 3, 8]
 
 
-
 P_SEEDS = (0, 1, 2)
 
 
-
 SEED_NOISE = (0.0, 0.004, -0.003)   # the same for both methods: a shared seed moves both alike
-
 
 
 def premise_runs(diff=((0.03, 0.032, 0.029), (0.02, 0.021, 0.019), (0.01, 0.011, 0.009)), base=(0.50, 0.55, 0.60)):
@@ -270,7 +243,6 @@ def premise_runs(diff=((0.03, 0.032, 0.029), (0.02, 0.021, 0.019), (0.01, 0.011,
     return pd.DataFrame(rows)
 
 
-
 def premise_curves(fall=(0.01, 0.0)):
     rows = []
     for m, f in zip(("transformer", "dpformer"), fall):
@@ -281,11 +253,9 @@ def premise_curves(fall=(0.01, 0.0)):
     return pd.DataFrame(rows)
 
 
-
 def premise_refs(mp=0.3):
     return pd.DataFrame([{"method": "most_popular", "label": "MP", "ndcg@10": mp, "hit@10": 0.5, "ce": 4.0},
                          {"method": "oracle", "label": "Oracle", "ndcg@10": 0.73, "hit@10": 0.84, "ce": 2.0}])
-
 
 
 def premise_attention(tail=((0.10, 0.08, 0.06), (0.09, 0.07, 0.05)), nonprivate=0.03, uniform=0.07, raw=None):
@@ -305,13 +275,11 @@ def premise_attention(tail=((0.10, 0.08, 0.06), (0.09, 0.07, 0.05)), nonprivate=
     return pd.DataFrame(rows)
 
 
-
 def premise_nonprivate_curves(gain=0.2):
     """The non-private reference's curves (method transformer, ε None): up by ``gain`` (± 0.01 by seed)."""
     return pd.DataFrame([{"method": "transformer", "epsilon": None, "seed": s, "epoch": ep,
                           "ndcg@10": 0.5 + (gain + 0.01 * k) * (ep - 1) / 2, "hit@10": 0.6}
                          for k, s in enumerate(P_SEEDS) for ep in (1, 2, 3)])
-
 
 
 def premise_values(runs=None, curves=None, refs=None, attention=None, nonprivate_ndcg=(0.7, 0.71, 0.69),
@@ -324,7 +292,6 @@ def premise_values(runs=None, curves=None, refs=None, attention=None, nonprivate
                                   premise_nonprivate_curves() if nonprivate_curves is None else nonprivate_curves)
 
 
-
 def premise_sharing(gains=(0.02, 0.025, 0.018)):
     rows = []
     for k, s in enumerate(P_SEEDS):
@@ -332,7 +299,6 @@ def premise_sharing(gains=(0.02, 0.025, 0.018)):
         for m, v in (("transformer", t), ("transformer_untied", t - gains[k]), ("transformer_untied_half", t - 0.05)):
             rows.append({"method": m, "epsilon": 3, "seed": s, "ndcg@10": v, "epsilon_spent": 3})
     return pd.DataFrame(rows)
-
 
 
 def premise_grid(diag_gain=(0.01, 0.012, 0.009)):
@@ -347,7 +313,6 @@ def premise_grid(diag_gain=(0.01, 0.012, 0.009)):
     return pd.DataFrame(rows)
 
 
-
 # ------------------------------------------------------------------------------------ null tests
 # A = B plus noise (no effect) through each readout, with five paired seeds: no "A beats B" claim may
 # come out held. The noise is drawn once (fixed generator), independently for every method, cell and
@@ -355,11 +320,9 @@ def premise_grid(diag_gain=(0.01, 0.012, 0.009)):
 NULL_SEEDS = (0, 1, 2, 3, 4)
 
 
-
 def _noise(seed: int, sd: float = 0.002):
     rng = np.random.default_rng(seed)
     return lambda: float(rng.normal(0.0, sd))
-
 
 
 def null_table_runs(seed: int, methods=TABLE_METHODS, base=0.05):
@@ -367,7 +330,6 @@ def null_table_runs(seed: int, methods=TABLE_METHODS, base=0.05):
     return pd.DataFrame([{"method": m, "label": m, "epsilon": eps, "seed": s, "batch_size": 256, "lr": 0.02,
                           "ndcg@10": base + e(), "hit@10": 2 * base + e(), "epsilon_spent": eps - 0.01}
                          for m in methods for eps in EPS for s in NULL_SEEDS])
-
 
 
 def null_curves(seed: int, methods=("transformer", "dpformer"), epsilons=EPS):
@@ -382,12 +344,10 @@ def null_curves(seed: int, methods=("transformer", "dpformer"), epsilons=EPS):
     return pd.DataFrame(rows)
 
 
-
 def not_held(rows: dict, ids) -> None:
     for cid in ids:
         assert rows[cid]["verdict"] != "held", (cid, rows[cid]["reason"])
         assert rows[cid]["verdict"] != "not judged", (cid, rows[cid]["reason"])   # the null was really judged
-
 
 
 def null_premise(draw: int, mp: float = 0.3) -> dict:
@@ -407,7 +367,6 @@ def null_premise(draw: int, mp: float = 0.3) -> dict:
                                "ndcg@10": 0.4 + 0.1 * ep + 0.001 * s, "hit@10": 0.5}
                               for s in NULL_SEEDS for ep in (1, 2, 3)])
     return premise.premise_table(runs, curves, premise_refs(mp), P_EPS, attention, nonprivate, np_curves)
-
 
 
 PREMISE_NULL = ("premise_dpformer_beats_vanilla", "premise_gain_grows_as_eps_shrinks", "premise_fig6_stabler",

@@ -52,7 +52,6 @@ NULL_TESTED = {
 }
 
 
-
 # ------------------------------------------------------------------------------------ every claim
 def test_every_claim_reads_only_recorded_values():
     """With every readout filled, no claim of the chapter fails to evaluate (no key is read that no

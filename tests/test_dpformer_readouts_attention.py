@@ -42,7 +42,6 @@ def test_fig4_by_hand_and_claims():
     assert v["fig8_relu_rule_approximates_gelu"]["verdict"] == "held"
 
 
-
 def test_fig8_fails_beyond_a_factor_of_one_and_a_half():
     mc, sweep, tail, t3, paper, checks = fig4_inputs()
     t3.loc[t3.activation == "GELU", "n=1000"] = [0.002, 0.34]   # 0.0034 / 0.002 = 1.7
@@ -51,7 +50,6 @@ def test_fig8_fails_beyond_a_factor_of_one_and_a_half():
     t3.loc[t3.activation == "GELU", "n=1000"] = [0.0030, 0.6]    # 0.3408 / 0.6 = 0.57 < 1 / 1.5
     out = attention.fig4_attention_distraction(mc, sweep, tail, t3, paper, checks)
     assert verdicts({"fig4_attention_distraction": out})["fig8_relu_rule_approximates_gelu"]["verdict"] == "contradicted"
-
 
 
 def test_fig4_failures_and_missing_rows():
@@ -65,7 +63,6 @@ def test_fig4_failures_and_missing_rows():
         attention.fig4_attention_distraction(mc, sweep, tail, t3, paper.iloc[:3], checks)
     no_e2e = attention.fig4_attention_distraction(mc, sweep, tail, t3, paper, checks.iloc[:2])
     assert no_e2e["checks_end_to_end_max_abs_rel_err"] is None
-
 
 
 def test_fig9_by_hand_and_claims():
@@ -90,7 +87,6 @@ def test_fig9_by_hand_and_claims():
     assert v["fig9_reattention_closer_to_nonprivate"]["verdict"] == "contradicted"
 
 
-
 def test_fig9_gate_reads_the_non_private_reference_only():
     """The gate is the non-private model above MostPopular: not judged where it is not (or where there is
     no MostPopular); DP models below MostPopular, the arms the claims compare, leave the verdicts as they were."""
@@ -106,7 +102,6 @@ def test_fig9_gate_reads_the_non_private_reference_only():
                     if cid.startswith("fig9")}
 
 
-
 def test_fig9_near_uniform_attention_does_not_lean_to_rare_items():
     """An under-trained model at the smallest ε attends about uniformly (lean 0), a trained one at the
     largest ε and the non-private one lean to popular items (below 0): above both, yet no lean to rare
@@ -119,7 +114,6 @@ def test_fig9_near_uniform_attention_does_not_lean_to_rare_items():
     assert row["verdict"] == "contradicted", row["reason"]
 
 
-
 def test_fig9_re_attention_is_read_with_its_correction_off():
     """The correction lowers rare items' attention by its formula: DPFormer read with it on leans less than
     vanilla (0.01 < 0.02) whatever it learnt; read with it off it leans more (0.03): the claim is contradicted."""
@@ -127,7 +121,6 @@ def test_fig9_re_attention_is_read_with_its_correction_off():
     assert out["dpformer_lowers_lean_with_offset"]["held"] is True and out["dpformer_lowers_lean"]["hi"] < 0
     row = verdicts({"fig9_attention_shift": out})["fig9_reattention_lowers_rare_item_attention"]
     assert row["verdict"] == "contradicted", row["reason"]
-
 
 
 def test_fig9_non_monotone_kl_fails_and_missing_dpformer_is_not_judged():
@@ -138,7 +131,6 @@ def test_fig9_non_monotone_kl_fails_and_missing_dpformer_is_not_judged():
     v = verdicts({"fig9_attention_shift": out})
     assert v["fig9_shift_shrinks_with_eps"]["verdict"] == "contradicted"   # KL rises from ε = 8 to 10
     assert v["fig9_reattention_lowers_rare_item_attention"]["verdict"] == "not judged"
-
 
 
 def test_fig9_comparisons_are_paired_across_seeds():
@@ -163,12 +155,10 @@ def test_fig9_comparisons_are_paired_across_seeds():
     assert verdicts({"fig9_attention_shift": tie})["fig9_low_eps_leans_to_rare_items"]["verdict"] == "contradicted"
 
 
-
 def test_fig9_one_eps_cannot_show_a_trend():
     out = fig9(fig9_shift(), epsilons=(5,))
     assert out["kl_monotone"] is None and out["seeds_kl_monotone"] is None
     assert verdicts({"fig9_attention_shift": out})["fig9_shift_shrinks_with_eps"]["verdict"] == "not judged"
-
 
 
 def test_null_figure_9():

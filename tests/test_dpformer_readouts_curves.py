@@ -40,7 +40,6 @@ def test_a_flat_curve_is_neither_stabler_nor_faster():
     assert one["curves_falling_back"] == 4  # vanilla's four (ε, seed) curves fall back, DPFormer's none
 
 
-
 def test_hit_orderings_gain_by_eps_and_convergence_by_hand():
     out = tables.table1_movielens(table_runs(), table_curves(), refs(False), EPS, n_test_users=N_USERS)
     # the fixture's HIT@10 is twice its NDCG@10, seed by seed
@@ -64,7 +63,6 @@ def test_hit_orderings_gain_by_eps_and_convergence_by_hand():
     va, dp = curves.convergence_epochs(pd.DataFrame(rows))
     assert va == {(e, s): 4.0 for e in (5.0, 8.0) for s in (0, 1, 2)}
     assert dp == {(e, s): 2.0 for e in (5.0, 8.0) for s in (0, 1, 2)}
-
 
 
 def test_evaluation_step_is_the_widest_gap_between_evaluations():

@@ -32,7 +32,6 @@ def test_fig2_by_hand():
     assert v["fig2_sharing_beats_untied"]["verdict"] == "held" and v["fig2_best_large_batch_lr"]["verdict"] == "held"
 
 
-
 def test_fig2_tie_and_noisy_gains_fail():
     for gains in ((0.0, 0.0, 0.0, 0.0), (0.01, -0.01, 0.01, -0.01), (0.02, -0.005, 0.015, -0.004)):
         out = grid.fig2_sharing_grid(fig2_grid(gains), refs(False))
@@ -41,14 +40,12 @@ def test_fig2_tie_and_noisy_gains_fail():
             "contradicted", "inconclusive"), gains
 
 
-
 def test_fig2_one_seed_per_cell_leaves_the_best_cell_unjudged():
     out = grid.fig2_sharing_grid(fig2_grid(), refs(False))
     assert out["seeds_per_cell"] == 1 and out["largest_cell_beats_others"] is None
     assert out["large_vs_small"]["transformer"]["batch_size"]["n"] == 1
     row = verdicts({"fig2_sharing_grid": out})["fig2_best_large_batch_lr"]
     assert row["verdict"] == "not judged" and row["held"] is None and "fewer than two" in row["reason"]
-
 
 
 def test_fig2_best_cell_elsewhere_fails():
@@ -63,7 +60,6 @@ def test_fig2_best_cell_elsewhere_fails():
     assert verdicts({"fig2_sharing_grid": out})["fig2_best_large_batch_lr"]["verdict"] == "contradicted"
 
 
-
 def test_fig2_halves_of_an_odd_grid_leave_the_middle_out():
     cells = {(B, lr): {0: B / 1e4 + lr, 1: B / 1e4 + lr + 0.001} for B in (256, 512, 1024) for lr in (0.001, 0.005, 0.009)}
     out = grid.large_vs_small_halves(cells)
@@ -71,7 +67,6 @@ def test_fig2_halves_of_an_odd_grid_leave_the_middle_out():
     assert (out["lr"]["large"], out["lr"]["small"], out["lr"]["at_batch_sizes"]) == ([0.009], [0.001], [1024])
     assert out["batch_size"]["mean"] == pytest.approx((1024 - 256) / 1e4) and out["lr"]["mean"] == pytest.approx(0.008)
     assert grid.large_vs_small_halves({(256, 0.01): {0: 0.1, 1: 0.2}})["batch_size"]["n"] == 0
-
 
 
 def test_fig2_is_judged_on_its_own_metric_whatever_most_popular():
@@ -85,12 +80,10 @@ def test_fig2_is_judged_on_its_own_metric_whatever_most_popular():
     assert v["fig2_sharing_beats_untied"]["verdict"] == "held" and v["fig2_best_large_batch_lr"]["verdict"] == "held"
 
 
-
 def test_fig2_missing_arm_raises():
     g = fig2_grid()
     with pytest.raises(ValueError, match="transformer_untied_half"):
         grid.fig2_sharing_grid(g[g.method != "transformer_untied_half"], refs(False))
-
 
 
 def test_null_figure_2():

@@ -20,7 +20,6 @@ def test_fig5_by_hand_and_claims():
     assert verdicts({"fig5_long_tail": flat})["fig5_long_tail"]["held"] is False
 
 
-
 def test_fig5_missing_field_raises_and_zero_density_is_none():
     with pytest.raises(ValueError, match="density"):
         long_tail.fig5_long_tail(STATS, {k: v for k, v in STATS.items() if k != "density"})

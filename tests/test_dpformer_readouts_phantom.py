@@ -31,7 +31,6 @@ def test_claim31_by_hand_and_claims():
     assert v["claim31_phantom_norms_exact"]["held"] is True and v["claim31_ghost_cannot_tie"]["held"] is True
 
 
-
 def test_claim31_inexact_norm_or_accepted_tie_fails():
     v = verdicts({"claim31_phantom_exact": phantom.claim31_phantom_exact(*claim31_inputs(phantom_err=1e-3))})
     assert v["claim31_phantom_norms_exact"]["held"] is False
@@ -40,12 +39,10 @@ def test_claim31_inexact_norm_or_accepted_tie_fails():
     assert verdicts({"claim31_phantom_exact": out})["claim31_ghost_cannot_tie"]["held"] is False
 
 
-
 def test_claim31_missing_variant_raises():
     errors, *rest = claim31_inputs()
     with pytest.raises(ValueError, match="opacus_hooks"):
         phantom.claim31_phantom_exact(errors.drop(columns="opacus_hooks"), *rest)
-
 
 
 def test_fig3_by_hand_and_claims():
@@ -84,7 +81,6 @@ def test_fig3_by_hand_and_claims():
     assert row["verdict"] == "contradicted", row["reason"]
 
 
-
 def test_fig3_magnitudes_outside_the_papers_ranges_are_contradicted():
     # Phantom at 2× the non-private step time, every process: beyond the paper's 1.47× and our 1.5×
     row = verdicts({"fig3_memory_speed": phantom.fig3_speed_vs_nonprivate(fig3_speed(2.0))})
@@ -108,7 +104,6 @@ def test_fig3_magnitudes_outside_the_papers_ranges_are_contradicted():
     v = verdicts({"fig3_memory_speed": shared})
     assert v["fig3_memory_near_nonprivate"]["verdict"] == v["fig3_ghost_memory_grows_with_vocabulary"]["verdict"] \
         == "not judged"
-
 
 
 def test_fig3_memory_is_judged_per_M_across_repeated_processes():
@@ -137,7 +132,6 @@ def test_fig3_memory_is_judged_per_M_across_repeated_processes():
     assert judge(fig3_memory_rows(1.2), isolated=False)["verdict"] == "not judged"
 
 
-
 def test_fig3_falling_speedup_fails_and_chunked_points_leave_the_fit():
     out = phantom.fig3_memory_speed(fig3_measured(ghost_time=(2.0, 8.0, 7.0), chunked_at=(2000,)), fig3_modelled(),
                                      isolated=True)
@@ -150,7 +144,6 @@ def test_fig3_falling_speedup_fails_and_chunked_points_leave_the_fit():
     assert ghost["ghost_log_speedup_growth"]["hi"] < 0
     assert v["fig3_speedup_grows_with_vocabulary"]["verdict"] == "contradicted"
     assert v["fig3_speedup_in_paper_range"]["verdict"] == "held"   # 5.8× at the largest M
-
 
 
 def test_fig3_speedup_is_judged_on_interleaved_processes_not_one_reading():
@@ -171,7 +164,6 @@ def test_fig3_speedup_is_judged_on_interleaved_processes_not_one_reading():
         eff.ghost_speedup({500: [{"times": {"phantom": [0.1, 0.1]}}] * 2})
 
 
-
 def test_fig3_one_vocabulary_size_cannot_show_growth():
     out = phantom.fig3_memory_speed(fig3_measured(Ms=(500,), ghost_time=(2.0,)), fig3_modelled(), isolated=True)
     assert out["time_ratio_ghost_phantom_increasing"] is None and out["ghost_memory_loglog_slope"] is None
@@ -183,12 +175,10 @@ def test_fig3_one_vocabulary_size_cannot_show_growth():
     assert verdicts({"fig3_memory_speed": one})["fig3_speedup_grows_with_vocabulary"]["held"] is not True
 
 
-
 def test_fig3_missing_method_raises():
     m = fig3_measured()
     with pytest.raises(ValueError, match="nonprivate"):
         phantom.fig3_memory_speed(m[m.method != "nonprivate"], fig3_modelled(), isolated=True)
-
 
 
 def test_null_figure_3():

@@ -68,7 +68,6 @@ def test_premise_table_by_hand_and_claims():
     assert v["premise_dpformer_gain_size"]["verdict"] == "contradicted", v["premise_dpformer_gain_size"]["reason"]
 
 
-
 def test_premise_gain_size_held_contradicted_inconclusive():
     big = premise_values(premise_runs(diff=((0.12, 0.125, 0.115), (0.11, 0.112, 0.108), (0.10, 0.104, 0.097))))
     assert 0.10 < big["rel_gain_mean_over_eps"]["lo"] < big["rel_gain_mean_over_eps"]["hi"] < 0.40
@@ -90,7 +89,6 @@ def test_premise_gain_size_held_contradicted_inconclusive():
     assert row["verdict"] == "inconclusive" and "paired seeds would resolve" in row["reason"], row["reason"]
 
 
-
 def test_premise_tie_and_noisy_difference_do_not_hold():
     tie = premise_values(premise_runs(diff=((0.0,) * 3,) * 3))
     assert tie["dpformer_beats_vanilla_all"] is False and tie["dpformer_vs_vanilla"][0]["mean"] == 0
@@ -108,7 +106,6 @@ def test_premise_tie_and_noisy_difference_do_not_hold():
     assert offset_only["dpformer_lowers_tail_attention_with_offset"][0]["held"] is True
     row = verdicts({"premise_table": offset_only})["premise_reattention_lowers_tail_attention"]
     assert row["verdict"] == "contradicted", row["reason"]
-
 
 
 def test_premise_gates_read_the_non_private_reference():
@@ -134,7 +131,6 @@ def test_premise_gates_read_the_non_private_reference():
     assert verdicts({"premise_table": still})["premise_fig6_stabler"]["verdict"] == "not judged"
 
 
-
 def test_premise_near_uniform_attention_is_no_distraction():
     """A barely trained vanilla attends about uniformly: more tail attention than the trained non-private
     model, but no more than uniform attention. Not held (the cell against the non-private model alone
@@ -144,7 +140,6 @@ def test_premise_near_uniform_attention_is_no_distraction():
     cells = out["dp_draws_attention_to_tail"]
     assert cells["vs non-private"]["held"] is True and cells["vs uniform"]["held"] is False
     assert verdicts({"premise_table": out})["premise_dp_distracts_attention"]["verdict"] != "held"
-
 
 
 def test_premise_lost_seed_is_kept_in_every_comparison():
@@ -162,7 +157,6 @@ def test_premise_lost_seed_is_kept_in_every_comparison():
         v = verdicts({"premise_table": out})
         assert v["premise_dpformer_beats_vanilla"]["verdict"] == "inconclusive", v["premise_dpformer_beats_vanilla"]["reason"]
         assert "of 3" in v["premise_dpformer_beats_vanilla"]["reason"]
-
 
 
 def test_premise_sharing_grid_by_hand_and_claims():
@@ -183,7 +177,6 @@ def test_premise_sharing_grid_by_hand_and_claims():
     assert noisy["tied_vs_untied"][0]["held"] is False and noisy["dpformer_beats_vanilla_diag"] is False
 
 
-
 def test_null_premise_table():
     out = null_premise(12)
     assert out["nonprivate_vs_most_popular"]["held"] is True and out["nonprivate_curve_rises"]["held"] is True
@@ -192,7 +185,6 @@ def test_null_premise_table():
     # the setting check against MostPopular: DP models at the MostPopular level plus noise
     row = verdicts({"premise_table": null_premise(12, mp=0.6)})["premise_setting_can_show"]
     assert row["verdict"] != "held", row["reason"]
-
 
 
 def test_null_is_held_no_more_often_than_the_intervals_allow():
@@ -205,7 +197,6 @@ def test_null_is_held_no_more_often_than_the_intervals_allow():
         for cid in PREMISE_NULL:
             held[cid] += rows[cid]["verdict"] == "held"
     assert max(held.values()) <= 4, held
-
 
 
 def test_null_premise_sharing_grid():

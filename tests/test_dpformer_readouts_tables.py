@@ -63,14 +63,12 @@ def test_table1_values_by_hand():
     assert out["n_seeds"] == 2 and out["epsilon_spent_max"] == pytest.approx(7.99)
 
 
-
 def test_table1_claims_hold_on_a_table_that_shows_them():
     v = verdicts({"table1_movielens": tables.table1_movielens(table_runs(), table_curves(), refs(False), EPS,
                                                                 n_test_users=N_USERS)})
     for cid in ("table1_dpformer_ge_vanilla", "table1_vanilla_beats_untied", "table1_vanilla_beats_rnns",
                 "fig6_reattention_stabler"):
         assert v[cid]["verdict"] == "held" and v[cid]["held"] is True, v[cid]["reason"]
-
 
 
 def test_dpformer_below_vanilla_at_one_eps_fails_the_claim():
@@ -84,14 +82,12 @@ def test_dpformer_below_vanilla_at_one_eps_fails_the_claim():
     assert row["verdict"] == "contradicted" and row["held"] is False, row["reason"]
 
 
-
 def test_one_rnn_above_vanilla_fails_the_claim():
     ndcg = {**NDCG, "lstm": (0.021, 0.045)}
     out = tables.table1_movielens(table_runs(ndcg), table_curves(), refs(False), EPS, n_test_users=N_USERS)
     assert out["vanilla_gt_rnns"] == [True, False] and out["vanilla_beats_rnns_all"] is False
     row = verdicts({"table1_movielens": out})["table1_vanilla_beats_rnns"]
     assert row["verdict"] == "contradicted" and "LSTM/ε = 8" in row["reason"]
-
 
 
 def test_orderings_need_paired_seeds_to_clear_zero():
@@ -120,7 +116,6 @@ def test_orderings_need_paired_seeds_to_clear_zero():
     assert row["verdict"] == "not judged" and row["held"] is None   # (one seed: the precondition has no interval)
 
 
-
 def test_re_attention_claims_are_not_judged_when_no_other_arm_beats_most_popular():
     """MostPopular above every arm but vanilla and DPFormer: the gate of the DPFormer − vanilla claims
     reads the other arms, so they are not judged; the orderings of sharing and of the RNNs have no gate
@@ -136,7 +131,6 @@ def test_re_attention_claims_are_not_judged_when_no_other_arm_beats_most_popular
         assert v[cid]["verdict"] == "held", (cid, v[cid]["reason"])
     # Figure 6's gate reads the other arms' curves, which still rise: judged
     assert v["fig6_reattention_stabler"]["verdict"] == "held"
-
 
 
 def test_the_gate_reads_no_compared_arm():
@@ -164,7 +158,6 @@ def test_the_gate_reads_no_compared_arm():
                 assert not (arm in c["precondition"] and arm in test), c["id"]
 
 
-
 def test_a_missing_method_is_none_and_not_judged_never_zero():
     runs = table_runs(drop=[("dpformer", None)])
     out = tables.table1_movielens(runs, table_curves(spread={"transformer": 0.004}), refs(False), EPS,
@@ -178,7 +171,6 @@ def test_a_missing_method_is_none_and_not_judged_never_zero():
         assert "cannot evaluate" in v[cid]["reason"] or "was not computed" in v[cid]["reason"]
 
 
-
 def test_a_missing_eps_of_one_method_is_none():
     out = tables.table1_movielens(table_runs(drop=[("transformer_untied", 8)]), table_curves(), refs(False), EPS,
                                     n_test_users=N_USERS)
@@ -188,14 +180,12 @@ def test_a_missing_eps_of_one_method_is_none():
     assert verdicts({"table1_movielens": out})["table1_vanilla_beats_untied"]["verdict"] == "not judged"
 
 
-
 def test_one_seed_has_no_spread_so_stability_is_not_judged():
     out = tables.table1_movielens(table_runs(seeds=(0,)), table_curves(seeds=(0,)), refs(False), EPS,
                                     n_test_users=N_USERS)
     assert out["spread_vanilla"] is None and out["spread_dpformer"] is None and out["spread_ratio"] is None
     assert out["ndcg"]["transformer"]["e5"]["ndcg_std"] is None
     assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["verdict"] == "not judged"
-
 
 
 def test_fig6_is_judged_on_paired_fall_back_shares():
@@ -221,13 +211,11 @@ def test_fig6_is_judged_on_paired_fall_back_shares():
     assert verdicts({"table1_movielens": noisy_out})["fig6_reattention_stabler"]["verdict"] == "inconclusive"
 
 
-
 def test_less_stable_dpformer_fails_fig6():
     out = tables.table1_movielens(table_runs(), table_curves(fall={"transformer": 0.0, "dpformer": 0.003}),
                                     refs(False), EPS, n_test_users=N_USERS)
     assert out["dpformer_stabler"]["mean"] < 0
     assert verdicts({"table1_movielens": out})["fig6_reattention_stabler"]["verdict"] == "contradicted"
-
 
 
 def test_ties_of_quantised_readings_are_not_contradicted():
@@ -260,7 +248,6 @@ def test_ties_of_quantised_readings_are_not_contradicted():
         assert v[cid]["verdict"] == "inconclusive", (cid, v[cid]["reason"])
 
 
-
 def test_n_test_users_is_required_and_checked():
     with pytest.raises(TypeError, match="n_test_users"):
         tables.table1_movielens(table_runs(), table_curves(), refs(False), EPS)
@@ -269,14 +256,12 @@ def test_n_test_users_is_required_and_checked():
             tables.table1_movielens(table_runs(), table_curves(), refs(False), EPS, n_test_users=bad)
 
 
-
 def test_missing_reference_row_raises():
     with pytest.raises(ValueError, match="most_popular"):
         tables.table1_movielens(table_runs(), table_curves(), refs(False).iloc[0:0], EPS, n_test_users=N_USERS)
     with pytest.raises(ValueError, match="oracle"):
         tables.table2_amazon_like(table_runs(), table_curves(), refs(False), EPS, grid_runs(FIG7_GRID),
                                     n_test_users=N_USERS)
-
 
 
 def test_table2_grid_diagonal_by_hand():
@@ -296,7 +281,6 @@ def test_table2_grid_diagonal_by_hand():
     for cid in ("fig7_dpformer_wins_diagonal", "table2_dpformer_ge_vanilla", "table2_vanilla_beats_untied",
                 "table2_vanilla_beats_rnns", "fig6_amazon_reattention_stabler"):
         assert v[cid]["verdict"] == "held", (cid, v[cid]["reason"])
-
 
 
 def test_fig7_tie_noise_and_one_seed():
@@ -320,13 +304,11 @@ def test_fig7_tie_noise_and_one_seed():
     assert row["verdict"] == "not judged" and row["held"] is None and "fewer than two" in row["reason"]
 
 
-
 def test_grid_hole_raises_never_counts_as_a_loss():
     holed = grid_runs(FIG7_GRID)
     holed = holed[~((holed.batch_size == 512) & (holed.lr == 0.02) & (holed.method == "dpformer"))]
     with pytest.raises(ValueError, match="without a run"):
         tables.table2_amazon_like(table_runs(), table_curves(), refs(), EPS, holed, n_test_users=N_USERS)
-
 
 
 def test_null_tables_1_2_figures_6_7():
@@ -350,7 +332,6 @@ def test_null_tables_1_2_figures_6_7():
               "table2_gain_smaller_at_low_eps", "fig6_amazon_dpformer_converges_faster"))
 
 
-
 def test_movielens_gain_grows_as_eps_shrinks_by_hand():
     """§5: on MovieLens the gain grows as ε shrinks; the reverse pairing of Table 2's claim."""
     out = tables.table1_movielens(table_runs(), table_curves(), refs(False), EPS, n_test_users=N_USERS)
@@ -362,7 +343,6 @@ def test_movielens_gain_grows_as_eps_shrinks_by_hand():
     flat = dict(NDCG, dpformer=[0.0315, 0.042])  # +5 % at ε = 5, +5 % at ε = 8: no growth
     out = tables.table1_movielens(table_runs(flat), table_curves(), refs(False), EPS, n_test_users=N_USERS)
     assert verdicts({"table1_movielens": out})["table1_gain_grows_as_eps_shrinks"]["verdict"] != "held"
-
 
 
 def test_the_limitation_drop_needs_all_three_eps():
@@ -380,7 +360,6 @@ def test_the_limitation_drop_needs_all_three_eps():
     assert lost["planned"] == 3 and lost["n"] == 2
 
 
-
 def test_null_limitation_drop():
     """The same NDCG@10 at ε = 5, 8, 10 (noise only): no sharper drop from 8 to 5 (judged at paper)."""
     e = _noise(11)
@@ -393,7 +372,6 @@ def test_null_limitation_drop():
     not_held(verdicts({"table1_movielens": out}, profile="paper"), ("table1_limitation_drop",))
     ci = verdicts({"table1_movielens": out})["table1_limitation_drop"]
     assert ci["verdict"] == "not judged" and "judged at paper" in ci["reason"]
-
 
 
 def test_null_dp_learns_beyond_popularity():
