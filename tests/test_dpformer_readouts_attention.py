@@ -1,4 +1,5 @@
-"""privtrans.dpformer.readouts.attention (Figures 4, 8 and 9) on hand-made attention statistics, and its claims' verdicts."""
+"""privtrans.dpformer.readouts.attention (Figures 4, 8 and 9) on hand-made attention statistics, and its
+claims' verdicts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""privtrans.dpformer.readouts.curves on hand-made training curves: convergence, falling back, the evaluation step."""
+"""privtrans.dpformer.readouts.curves on hand-made training curves: convergence, falling back, the
+evaluation step."""
 
 from __future__ import annotations
 

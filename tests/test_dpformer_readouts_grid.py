@@ -1,4 +1,5 @@
-"""privtrans.dpformer.readouts.grid (Figure 2) on hand-made grids, and its claims' verdicts, including ties, noise and a null."""
+"""privtrans.dpformer.readouts.grid (Figure 2) on hand-made grids, and its claims' verdicts, including
+ties, noise and a null."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""privtrans.dpformer.readouts.phantom (Claim 3.1, Figure 3) on hand-made measurements, and its claims' verdicts, including the cases that must fail or not be judged."""
+"""privtrans.dpformer.readouts.phantom (Claim 3.1, Figure 3) on hand-made measurements, and its claims'
+verdicts, including the cases that must fail or not be judged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""privtrans.dpformer.readouts.premise on hand-made runs: the premise table and sharing grid, their gates, lost seeds and nulls."""
+"""privtrans.dpformer.readouts.premise on hand-made runs: the premise table and sharing grid, their gates,
+lost seeds and nulls."""
 
 from __future__ import annotations
 

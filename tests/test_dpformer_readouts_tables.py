@@ -1,4 +1,5 @@
-"""privtrans.dpformer.readouts.tables (Tables 1 and 2, Figures 6 and 7) on hand-made run tables, and the verdicts the claims files give on them, including the cases that must fail or not be judged."""
+"""privtrans.dpformer.readouts.tables (Tables 1 and 2, Figures 6 and 7) on hand-made run tables, and the
+verdicts the claims files give on them, including the cases that must fail or not be judged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""privtrans.merge.readouts.cost (Tables 1-2, Figure 4, the private generation) on small hand-made tables (no training, no MPC): the values the claims read, the cases that must make a claim fail, and missing data that must never pass as a number. Where a case decides a claim, the claim's own predicate from data/merge/claims*.yaml runs on what the readout returns and its verdict is asserted."""
+"""privtrans.merge.readouts.cost (Tables 1-2, Figure 4, the private generation) on small hand-made tables
+(no training, no MPC): the values the claims read, the cases that must make a claim fail, and missing
+data that must never pass as a number. Where a case decides a claim, the claim's own predicate from
+data/merge/claims*.yaml runs on what the readout returns and its verdict is asserted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""privtrans.merge.readouts.embedding_noise (Figure 5) on hand-made noise sweeps: the values and claim, a null, and missing runs."""
+"""privtrans.merge.readouts.embedding_noise (Figure 5) on hand-made noise sweeps: the values and claim, a
+null, and missing runs."""
 
 from __future__ import annotations
 

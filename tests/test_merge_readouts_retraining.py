@@ -1,4 +1,5 @@
-"""privtrans.merge.readouts.retraining (Figure 6) on hand-made training histories: converged and stable, unstable or diverged, every student seed asked."""
+"""privtrans.merge.readouts.retraining (Figure 6) on hand-made training histories: converged and stable,
+unstable or diverged, every student seed asked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""privtrans.merge.readouts.table3 (Table 3) on hand-made quality tables: the values and verdicts, across seeds and teachers, lost seeds, nulls that are never held, and the paper's own text against its table."""
+"""privtrans.merge.readouts.table3 (Table 3) on hand-made quality tables: the values and verdicts, across
+seeds and teachers, lost seeds, nulls that are never held, and the paper's own text against its table."""
 
 from __future__ import annotations
 

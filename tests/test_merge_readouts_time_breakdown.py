@@ -1,4 +1,5 @@
-"""privtrans.merge.readouts.time_breakdown (Figure 1) on hand-made time shares and timing rounds: the values, the claims' verdicts, a null at the thresholds, and a missing run."""
+"""privtrans.merge.readouts.time_breakdown (Figure 1) on hand-made time shares and timing rounds: the
+values, the claims' verdicts, a null at the thresholds, and a missing run."""
 
 from __future__ import annotations
 
