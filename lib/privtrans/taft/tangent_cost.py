@@ -12,7 +12,7 @@ gradients. Time per example = the median over ``repeats`` timed calls (after war
 A timing decides a claim only on repeated rounds: :func:`table` times every (batch, feed, phase)
 ``rounds`` times, NLFT and TAFT back to back in each round, the order alternating between rounds, so
 that a load on the shared machine hits both and the per-round ratios carry its noise into the
-interval (:func:`privtrans.taft.readouts.cost`).
+interval (:func:`privtrans.taft.readouts.timing.cost`).
 """
 
 from __future__ import annotations

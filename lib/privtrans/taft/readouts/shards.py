@@ -1,9 +1,6 @@
-"""What each TAFT notebook records for the claims (``nb.record(**readouts.<notebook>(...))``).
-
-Every stochastic comparison is judged across seeds on paired differences with a 95 % t interval
-(``privtrans.book.paired``): "A beats B" holds only when the interval of A − B lies above the
-margin. Accuracies are fractions in [0, 1] here (the paper prints percent). A missing run gives
-None (not judged), never 0.
+"""Learning on shards: composition (Tables 2 and 10), Table 11's parameter-efficient arms,
+forgetting (Figures 1 and 3), the weight change as shards join (Figure 4), the linearised CNN
+(Table 7) and the search every shard method's rate comes from.
 """
 
 from __future__ import annotations
@@ -13,71 +10,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from privtrans.book import dry
 from privtrans.book.paired import paired_difference
-from privtrans.book.readouts import mean, num, ratio as ratio_of, strict
+from privtrans.book.readouts import mean, num, strict
 
-NEAR, FAR = "digits", "letters"
-
-
-def _seeds(df: pd.DataFrame) -> list:
-    return sorted(df.seed.unique().tolist())
-
-
-def per_seed(df: pd.DataFrame, seeds, value: str = "accuracy", **where) -> list:
-    """The ``value`` of the rows matching ``where``, one per seed (None where a seed has none)."""
-    sel = df
-    for k, v in where.items():
-        sel = sel[sel[k] == v]
-    by = sel.groupby("seed")[value].mean()
-    return [num(by.get(s)) for s in seeds]
-
-
-def _minus(a, b):
-    return [None if x is None or y is None else x - y for x, y in zip(a, b)]
-
-
-def _avg(*lists):
-    return [None if any(v is None for v in vs) else float(np.mean(vs)) for vs in zip(*lists)]
-
-
-def pretraining(backbone, min_val_acc: float) -> dict:
-    """The backbone's gate: validation accuracy at least ``min_val_acc`` (not judged, None, for an MAE
-    backbone, which has no head, or in a dry run, whose backbone saw one batch)."""
-    judged = backbone.val_acc is not None and not dry.active()
-    return {"val_acc": num(backbone.val_acc), "seconds": num(backbone.seconds), "epochs": len(backbone.history),
-            "meets_target": bool(backbone.val_acc >= min_val_acc) if judged else None,
-            "min_val_acc": min_val_acc}
-
-
-def table1_finetuning(runs: pd.DataFrame, margin: float, near: str = NEAR, far: str = FAR) -> dict:
-    """``runs``: one row per (task, method, seed) with ``accuracy``. Methods: FC, NLFT-1, TAFT-1,
-    NLFT-2, TAFT-2 and 'TAFT-1 (paper setting)'. ``margin``: how far below NLFT an interval's ``held``
-    allows TAFT to be (the claims judge against their own margins)."""
-    seeds = _seeds(runs)
-    acc = lambda t, m: per_seed(runs, seeds, task=t, method=m)  # noqa: E731
-    gap = {t: _minus(acc(t, "NLFT-1"), acc(t, "TAFT-1")) for t in (near, far)}
-    means = {t: {m: mean(acc(t, m)) for m in sorted(runs[runs.task == t].method.unique())}
-             for t in sorted(runs.task.unique())}
-    tasks = sorted(runs.task.unique())
-    return {
-        "seeds": seeds,
-        "accuracy": means,
-        "near_within": paired_difference(acc(near, "TAFT-1"), acc(near, "NLFT-1"), margin=-margin).as_dict(),
-        "far_gap_larger": paired_difference(gap[far], gap[near]).as_dict(),
-        "gap_near": mean(gap[near]), "gap_far": mean(gap[far]),
-        "taft_beats_fc": paired_difference(_avg(*(acc(t, "TAFT-1") for t in tasks)),
-                                           _avg(*(acc(t, "FC") for t in tasks))).as_dict(),
-        "taft_k_beats_fc": paired_difference(_avg(*(acc(t, "TAFT-2") for t in tasks)),
-                                             _avg(*(acc(t, "FC") for t in tasks))).as_dict(),
-        # the paper's "differing on average only by 1.0 %" (TAFT-7 against NLFT-7, its Average row): TAFT-k
-        # minus NLFT-k on each seed's mean over the tasks
-        "taft_k_within": paired_difference(_avg(*(acc(t, "TAFT-2") for t in tasks)),
-                                           _avg(*(acc(t, "NLFT-2") for t in tasks)), margin=-margin).as_dict(),
-        "paper_setting_near_within": paired_difference(acc(near, "TAFT-1 (paper setting)"), acc(near, "NLFT-1"),
-                                                       margin=-margin).as_dict(),
-        "tuned_beats_paper_setting": paired_difference(acc(near, "TAFT-1"), acc(near, "TAFT-1 (paper setting)")).as_dict(),
-    }
+from .by_seed import _avg, _minus, _seeds, per_seed
 
 
 def composition(runs: pd.DataFrame, max_abs_diff: float | None) -> dict:
@@ -229,44 +165,6 @@ def forgetting(curves: pd.DataFrame, retrain: pd.DataFrame, n_shards: int, subtr
     return out
 
 
-def dp_finetuning(runs: pd.DataFrame) -> dict:
-    """``runs``: (task, epsilon, regime, method in {Ours, NLFT, FC}, seed, accuracy).
-
-    ``cells``: Ours − NLFT per (task, ε, regime); ``fc_minus_full_nlft``: the head alone (FC) minus
-    NLFT of the whole last block ('full') per (task, ε), where both ran (the paper: gradient noise
-    degrades fine-tuning the whole block more than fine-tuning the head). Paired 95 % intervals."""
-    seeds = _seeds(runs)
-    cells, full_gap, fc_vs_full = {}, {}, {}
-    for t in sorted(runs.task.unique()):
-        for e in sorted(runs.epsilon.unique()):
-            for r in sorted(runs[runs.method != "FC"].regime.unique()):
-                a = per_seed(runs, seeds, task=t, epsilon=e, regime=r, method="Ours")
-                b = per_seed(runs, seeds, task=t, epsilon=e, regime=r, method="NLFT")
-                cells[f"{t} eps={e:g} {r}"] = dict(paired_difference(a, b).as_dict(), ours=mean(a), nlft=mean(b))
-                if r == "full":
-                    full_gap[(t, e)] = _minus(a, b)
-                    fc = per_seed(runs, seeds, task=t, epsilon=e, method="FC")
-                    if any(v is not None for v in fc):
-                        fc_vs_full[f"{t} eps={e:g}"] = dict(paired_difference(fc, b).as_dict(), fc=mean(fc),
-                                                            full_nlft=mean(b))
-    held = [c["held"] for c in cells.values()]
-    eps = sorted(runs.epsilon.unique())
-    shrink = {t: paired_difference(full_gap[(t, eps[0])], full_gap[(t, eps[-1])]).as_dict()
-              for t in sorted(runs.task.unique()) if (t, eps[0]) in full_gap}
-    means = {t: {f"{e:g}": mean(per_seed(runs, seeds, task=t, epsilon=e, method="Ours", regime="full"))
-                 for e in eps} for t in sorted(runs.task.unique())}
-    mono = [all(v[f"{a:g}"] is not None and v[f"{b:g}"] is not None and v[f"{a:g}"] < v[f"{b:g}"]
-                for a, b in zip(eps, eps[1:])) for v in means.values()]
-    return {"seeds": seeds, "cells": cells, "ours_beats_nlft_cells": sum(h is True for h in held),
-            "cells_total": len(held), "ours_beats_nlft_share": len(held) and sum(h is True for h in held) / len(held),
-            "full_gap_shrinks": shrink,
-            "full_gap_shrinks_everywhere": strict(all, [v["held"] for v in shrink.values()]),
-            "full_gap_eps_min": {t: mean(full_gap[(t, eps[0])]) for t in shrink},
-            "ours_full_by_eps": means, "ours_monotone_in_eps": all(mono) if mono else None,
-            "fc_minus_full_nlft": fc_vs_full,
-            "fc_beats_full_nlft_cells": sum(c["held"] is True for c in fc_vs_full.values())}
-
-
 def table7_linearised_cnn(runs: pd.DataFrame, cnn_val_acc: float | None, vit_val_acc: float | None) -> dict:
     """``runs``: one row per (task, setting in {full, shards}, method in {TAFT, L-CNN}, seed) with
     ``accuracy``. TAFT − L-CNN is judged per setting on the seeds' task averages (the paper averages
@@ -297,110 +195,6 @@ def fig4_weight_change(curves: dict, max_spread: float) -> dict:
         ok.append(None if spread is None else spread <= max_spread)
     return {"tasks": tasks, "max_spread": max_spread,
             "decays_like_one_over_n": strict(all, ok)}
-
-
-def cost(times: pd.DataFrame) -> dict:
-    """``times``: (round, batch, feed, phase, method, seconds) per example (``cost.table``). TAFT /
-    NLFT per (phase, batch, feed): the geometric mean over the rounds of each round's ratio; at batch
-    1 from images (the paper's timing) also its paired interval over the rounds, as log(NLFT / TAFT)
-    (a claim "at most r×" holds when it clears −log r); how much caching the frozen features and
-    batching speed up TAFT's train step (the ratio of the medians over the rounds)."""
-    times = times if "round" in times else times.assign(round=0)
-    keys = ["batch", "feed", "phase"]
-    rounds = sorted(times["round"].unique())
-
-    def per_round(b, f, p, m):
-        sel = times[(times.batch == b) & (times.feed == f) & (times.phase == p) & (times.method == m)]
-        by = dict(zip(sel["round"], sel.seconds))
-        return [math.log(by[r]) if by.get(r, 0) > 0 else None for r in rounds]
-
-    ratio, log_ratio = {}, {}
-    for b, f, p in sorted(set(map(tuple, times[keys].to_numpy().tolist())), key=lambda k: (k[0], k[1], k[2])):
-        taft, nlft = per_round(b, f, p, "TAFT"), per_round(b, f, p, "NLFT")
-        d = [x - y for x, y in zip(taft, nlft) if x is not None and y is not None]
-        ratio[f"{p} b={b} {f}"] = math.exp(float(np.mean(d))) if d else None
-        log_ratio[(p, b, f)] = paired_difference(nlft, taft).as_dict()
-    b1, bmax = int(times.batch.min()), int(times.batch.max())
-    med = times.groupby(keys + ["method"]).seconds.median()
-    return {"ratio": ratio, "batches": [b1, bmax], "rounds": len(rounds),
-            "train_ratio_b1_images": ratio[f"train b={b1} images"],
-            "inference_ratio_b1_images": ratio[f"inference b={b1} images"],
-            "train_log_nlft_over_taft_b1_images": log_ratio[("train", b1, "images")],
-            "inference_log_nlft_over_taft_b1_images": log_ratio[("inference", b1, "images")],
-            "cached_speedup": ratio_of(med.get((b1, "images", "train", "TAFT")), med.get((bmax, "cached", "train", "TAFT")))}
-
-
-def _variant_gap(runs: pd.DataFrame, a: str, b: str, tasks=None) -> dict:
-    """Variant a − variant b on each seed's mean over ``tasks`` (default: all), paired across seeds."""
-    seeds = _seeds(runs)
-    tasks = sorted(runs.task.unique()) if tasks is None else tasks
-    va = _avg(*(per_seed(runs, seeds, task=t, variant=a) for t in tasks))
-    vb = _avg(*(per_seed(runs, seeds, task=t, variant=b) for t in tasks))
-    return paired_difference(va, vb).as_dict()
-
-
-def _variant_means(runs: pd.DataFrame) -> dict:
-    """{task: {variant: mean accuracy over the seeds}}: the ablation tables' "accuracy"."""
-    seeds = _seeds(runs)
-    return {t: {v: mean(per_seed(runs, seeds, task=t, variant=v)) for v in sorted(runs.variant.unique())}
-            for t in sorted(runs.task.unique())}
-
-
-def _variants(runs: pd.DataFrame) -> dict:
-    """The seeds, each (task, variant)'s mean accuracy and, with an ``lr`` column, its learning rate."""
-    means = _variant_means(runs)
-    rates = {}
-    if "lr" in runs:
-        for (v, t), lrs in runs.groupby(["variant", "task"]).lr:
-            if lrs.nunique() != 1:
-                raise ValueError(f"variant {v!r} on {t!r} ran at several learning rates {sorted(lrs.unique())}; "
-                                 "a variant has one rate per task")
-            rates.setdefault(v, {})[t] = float(lrs.iloc[0])
-    return {"seeds": _seeds(runs), "accuracy": means, **({"learning_rates": rates} if rates else {})}
-
-
-def fig2a_losses(runs: pd.DataFrame) -> dict:
-    """``runs``: (task, variant, seed, accuracy[, lr]) for variants 'RSL' (TAFT-1: RSL, PT = F, CLS =
-    F), 'CE' and 'MSE', each loss at its own rate (``selection.variant_specs``); the rates are
-    recorded when ``runs`` has an ``lr`` column."""
-    return {**_variants(runs), "rsl_minus_ce": _variant_gap(runs, "RSL", "CE"),
-            "rsl_minus_mse": _variant_gap(runs, "RSL", "MSE")}
-
-
-def fig2bc_linearisation(runs: pd.DataFrame, far: str = FAR) -> dict:
-    """``runs``: (task, variant, seed, accuracy[, lr]) for variants 'RSL' (TAFT-1: RSL, PT = F, CLS =
-    F), 'PT=T' (linearised around the pretrained last block) and 'CLS=T' (CLS token reset and
-    linearised), all at RSL's rate."""
-    return {**_variants(runs), "reset_minus_pretrained": _variant_gap(runs, "RSL", "PT=T"),
-            "cls_minus_plain_far": _variant_gap(runs, "CLS=T", "RSL", tasks=[far])}
-
-
-def pgd_variant(loss: str, radius: float) -> str:
-    """Table 12's name of a projected-GD variant: the loss and the ball's radius ("RSL R=0.5")."""
-    return f"{loss.upper()} R={radius:g}"
-
-
-def table12_pgd(runs: pd.DataFrame, radii) -> dict:
-    """``runs``: (task, variant, seed, accuracy, delta_norm[, lr]) for the variants ``pgd_variant(loss,
-    r)`` of the losses CE and RSL at every radius r in ``radii``; each variant's rate is recorded
-    (``learning_rates``) when ``runs`` has an ``lr`` column (each (loss, R) chooses its own)."""
-    radii = sorted(float(r) for r in radii)
-    norms = runs.groupby("variant").delta_norm.mean().to_dict()
-    return {**_variants(runs), "radii": radii,
-            "delta_norm": {k: num(v) for k, v in norms.items()},
-            "rsl_minus_ce_small_r": _variant_gap(runs, pgd_variant("rsl", radii[0]), pgd_variant("ce", radii[0])),
-            "ce_minus_rsl_large_r": _variant_gap(runs, pgd_variant("ce", radii[-1]), pgd_variant("rsl", radii[-1]))}
-
-
-def table9_pretraining(runs: pd.DataFrame) -> dict:
-    """``runs``: (backbone in {CLS, CLS-small, MAE, CLS+}, task, seed, accuracy) of one TAFT-1 setting.
-    ``small_cls_minus_mae``: the narrower CLS backbone against the full-width MAE one (App. C.4: CLS
-    T-ViT-B beats MAE T-ViT-L)."""
-    r = runs.rename(columns={"backbone": "variant"})
-    return {"seeds": _seeds(r), "accuracy": _variant_means(r), "cls_minus_mae": _variant_gap(r, "CLS", "MAE"),
-            "small_cls_minus_mae": _variant_gap(r, "CLS-small", "MAE"),
-            "larger_minus_smaller": _variant_gap(r, "CLS", "CLS-small"),
-            "more_data_minus_cls": _variant_gap(r, "CLS+", "CLS")}
 
 
 def shard_tuning(grids: dict) -> dict:
