@@ -77,3 +77,18 @@ def test_a_dp_step_is_the_clipped_sum_of_per_sample_gradients(method, regime, cl
     assert got.keys() == want.keys()
     for k in want:
         torch.testing.assert_close(got[k], want[k], rtol=1e-9, atol=1e-12, msg=k)
+
+
+def test_privatised_parameters_count_the_block_and_head_a_regime_trains():
+    """Full NLFT trains the last block, the final norm and the head: the block's weights counted by
+    hand (qkv, proj, two MLP layers, two norms); LN trains the norms and the head only; FC the head."""
+    from privtrans.taft.vit import ViT, ViTConfig
+
+    d, classes = 16, 5
+    vit = ViT(ViTConfig(image=8, patch=4, dim=d, depth=2, heads=2, classes=3))
+    block = (d * 3 * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d) + 2 * 2 * d
+    head, final_norm = d * classes + classes, 2 * d
+    assert dp.privatised_parameters(vit, "nlft", "full", classes) == block + final_norm + head
+    assert dp.privatised_parameters(vit, "nlft", "ln", classes) == 2 * 2 * d + final_norm + head
+    assert dp.privatised_parameters(vit, "fc", "head", classes) == head
+    assert dp.privatised_parameters(vit, "taft", "full", classes) >= block + head

@@ -104,6 +104,14 @@ def fit_spec(method: str, regime: str, pt: bool = True) -> FitSpec:
     return FitSpec("fc" if regime == "head" and method == "fc" else method, tuned=1, loss="ce", pt=pt, regime=regime)
 
 
+def privatised_parameters(vit, method: str, regime: str, classes: int) -> int:
+    """How many parameters one Table 3 cell trains under DP: the noise DP-SGD adds grows with their
+    number (its norm as the square root), so this is the scale a claim about noise degrading the
+    whole block is read at (the paper's ViT-L/16 block has 12·1024² ≈ 12.6 M weights)."""
+    model = make_model(vit, fit_spec(method, regime), classes, init_seed=0, output="jvp")
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def run(vit, x, y, xt, yt, classes: int, method: str, regime: str, spec: DPSpec, seed: int,
         pt: bool = True) -> DPResult:
     """One cell of Table 3: ``method`` 'taft' (tangent Δ, JVP-only prediction) or 'nlft' (the

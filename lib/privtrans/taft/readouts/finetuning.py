@@ -52,8 +52,10 @@ def table1_finetuning(runs: pd.DataFrame, margin: float, near: str = NEAR, far: 
     }
 
 
-def dp_finetuning(runs: pd.DataFrame) -> dict:
-    """``runs``: (task, epsilon, regime, method in {Ours, NLFT, FC}, seed, accuracy).
+def dp_finetuning(runs: pd.DataFrame, full_block_params: int | None = None) -> dict:
+    """``runs``: (task, epsilon, regime, method in {Ours, NLFT, FC}, seed, accuracy);
+    ``full_block_params``: how many parameters NLFT of the whole block trains under DP (recorded as
+    the scale the Full-vs-FC claims are read at, ``dp.privatised_parameters``).
 
     ``cells``: Ours − NLFT per (task, ε, regime); ``fc_minus_full_nlft``: the head alone (FC) minus
     NLFT of the whole last block ('full') per (task, ε), where both ran (the paper: gradient noise
@@ -87,4 +89,5 @@ def dp_finetuning(runs: pd.DataFrame) -> dict:
             "full_gap_eps_min": {t: mean(full_gap[(t, eps[0])]) for t in shrink},
             "ours_full_by_eps": means, "ours_monotone_in_eps": all(mono) if mono else None,
             "fc_minus_full_nlft": fc_vs_full,
-            "fc_beats_full_nlft_cells": sum(c["held"] is True for c in fc_vs_full.values())}
+            "fc_beats_full_nlft_cells": sum(c["held"] is True for c in fc_vs_full.values()),
+            "full_block_params": full_block_params}
