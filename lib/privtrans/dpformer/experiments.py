@@ -205,18 +205,18 @@ def premise_attention(b: Bundle, results: list[dict], n_users: int) -> pd.DataFr
     freq = reattention.item_frequencies(torch.as_tensor(b.split.train), b.split.n_items)
     rows = []
     for r in results:
-        s = r["spec"]
+        spec = train.RunSpec(**r["spec"])
         model = train.load_model(r, b.split.n_items)
-        hist = b.split.test_input[:n_users, -s["max_len"]:]
+        hist = b.split.test_input[:n_users, -spec.max_len:]
         raw = reattention.attention_maps(model, torch.as_tensor(hist))[-1][:, -1].numpy()
         last = raw
-        if s["method"] == "dpformer" and r.get("privacy"):
-            reattention.enable(model, sigma_dp=r["privacy"]["noise_multiplier"], batch_size=s["batch_size"],
+        if spec.method == "dpformer" and r.get("privacy"):
+            reattention.enable(model, sigma_dp=r["privacy"]["noise_multiplier"], batch_size=spec.batch_size,
                                item_freq=freq)
             last = reattention.attention_maps(model, torch.as_tensor(hist))[-1][:, -1].numpy()
         mass, mass_raw = premise.attention_mass(last, hist, b.truth), premise.attention_mass(raw, hist, b.truth)
-        rows.append({"method": s["method"] if s["epsilon"] is not None else "non-private",
-                     "epsilon": s["epsilon"], "seed": s["seed"],
+        rows.append({"method": spec.method if spec.epsilon is not None else "non-private",
+                     "epsilon": spec.epsilon, "seed": spec.seed,
                      "tail_attention": mass["tail"], "trigger_attention": mass["trigger"],
                      "tail_attention_no_offset": mass_raw["tail"], "trigger_attention_no_offset": mass_raw["trigger"],
                      "tail_uniform": mass["tail_uniform"]})
@@ -295,10 +295,10 @@ def frame(results: list[dict]) -> pd.DataFrame:
     """One row per run: method, ε, seed, B, lr, NDCG@10, HIT@10, the privacy budget, time, cache hit."""
     rows = []
     for r in results:
-        s, p = r["spec"], r.get("privacy") or {}
+        spec, p = train.RunSpec(**r["spec"]), r.get("privacy") or {}
         rows.append({
-            "method": s["method"], "label": train.LABELS[s["method"]], "epsilon": s["epsilon"],
-            "seed": s["seed"], "batch_size": s["batch_size"], "lr": s["lr"], "d": s["d"],
+            "method": spec.method, "label": train.LABELS[spec.method], "epsilon": spec.epsilon,
+            "seed": spec.seed, "batch_size": spec.batch_size, "lr": spec.lr, "d": spec.d,
             "ndcg@10": r["ndcg@10"], "hit@10": r["hit@10"], "test_ce": r.get("test_ce"),
             "epsilon_spent": p.get("epsilon"), "delta": p.get("delta"), "sigma": p.get("noise_multiplier"),
             "steps": p.get("steps"), "privacy": r["privacy_label"], "seconds": r["seconds"],
@@ -351,10 +351,10 @@ def curves(results: list[dict]) -> pd.DataFrame:
     """Long table of the test metrics logged during training (Figure 6)."""
     rows = []
     for r in results:
-        s = r["spec"]
+        spec = train.RunSpec(**r["spec"])
         for c in r["curve"]:
-            rows.append({"method": s["method"], "label": train.LABELS[s["method"]], "epsilon": s["epsilon"],
-                         "seed": s["seed"], "epoch": c["epoch"], "ndcg@10": c["ndcg@10"], "hit@10": c["hit@10"],
+            rows.append({"method": spec.method, "label": train.LABELS[spec.method], "epsilon": spec.epsilon,
+                         "seed": spec.seed, "epoch": c["epoch"], "ndcg@10": c["ndcg@10"], "hit@10": c["hit@10"],
                          "ce": c.get("ce")})
     return pd.DataFrame(rows)
 
