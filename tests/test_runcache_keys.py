@@ -36,7 +36,7 @@ def test_editing_taft_pretrain_reruns_its_fine_tunes(lib_copy):
     assert source_fingerprint(["privtrans.taft.pretrain"], lib_copy) != backbone
     # what the runs do not execute moves nothing: the readouts, the build machinery
     moved = source_fingerprint(taft_experiments.CODE, lib_copy)
-    _append(lib_copy / "taft" / "readouts.py")
+    _append(lib_copy / "taft" / "readouts" / "shards.py")
     _append(lib_copy / "book" / "session.py")
     assert source_fingerprint(taft_experiments.CODE, lib_copy) == moved
 
