@@ -1,4 +1,6 @@
-"""privtrans.dpformer.readouts as a whole: every claim of the chapter evaluates on the values its readouts record, and the list of claims fed a null through their readouts (NULL_TESTED, which tests/test_claims.py requires to be complete)."""
+"""privtrans.dpformer.readouts as a whole: every claim of the chapter evaluates on the values its readouts
+record, and the list of claims fed a null through their readouts (NULL_TESTED, which
+tests/test_claims.py requires to be complete)."""
 
 from __future__ import annotations
 

@@ -102,8 +102,8 @@ def _built_imports(root: Path) -> list[str]:
 
 def test_the_machinery_reaches_a_chapter_only_by_its_declared_modules():
     """The registry declares each chapter's readouts module (what a session watches); each is a module
-    (or a package of modules, one per table) of that chapter's own package, and ``Chapter.module`` is the one place such a name is put
-    together: no other import builds its module's name."""
+    (or a package of modules, one per table) of that chapter's own package, and ``Chapter.module`` is
+    the one place such a name is put together: no other import builds its module's name."""
     for c in chapters.CHAPTERS:
         name = c.module(c.readouts)
         assert _layer(name) == c.key and name.startswith(f"privtrans.{c.key}."), name

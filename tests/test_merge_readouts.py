@@ -1,4 +1,8 @@
-"""privtrans.merge.readouts as a whole: every claim reads a key some readout records, every predicate reproduction says why it is exact, the paper's numbers feed every value a predicate reads, and no time claim is judged through an uncalibrated link. NULL_TESTED lists the interval claims fed a null effect through their readout (A = B plus noise for a margin >= 0; for the one "close to" claim, a difference at its margin plus noise); tests/test_claims.py requires it complete."""
+"""privtrans.merge.readouts as a whole: every claim reads a key some readout records, every predicate
+reproduction says why it is exact, the paper's numbers feed every value a predicate reads, and no time
+claim is judged through an uncalibrated link. NULL_TESTED lists the interval claims fed a null effect
+through their readout (A = B plus noise for a margin >= 0; for the one "close to" claim, a difference at
+its margin plus noise); tests/test_claims.py requires it complete."""
 
 from __future__ import annotations
 
