@@ -9,9 +9,6 @@ from .. import quality_experiments
 from .missing import _need
 
 
-# quality notebooks
-
-
 #: Figure 6's "converge stably": the validation loss ends below this share of its value after the swap
 CONVERGED_BELOW = 0.5
 

@@ -39,9 +39,6 @@ def link_record(link: dict) -> dict:
     return {"link_calibration": {k: link[k] for k in LINK_FIELDS}}
 
 
-# cost notebooks
-
-
 def fig1_time_breakdown(shares: dict[str, pd.DataFrame]) -> dict:
     """Figure 1 from ``cost_experiments.fig1_shares``: the nonlinear share of the encoder pass and
     the Embed + Gen share of generation, in time and in bytes, and the largest group's share of
