@@ -75,10 +75,12 @@ def table2_link(counts: dict, label: str, root=None) -> Calibration:
 
 
 def record(cal: Calibration | ValueError) -> dict:
-    """What a notebook records of a calibration (the claims' precondition reads ``calibrated``); a fit
-    that could not give a link (``calibrate``'s ValueError) is recorded as not calibrated, with why."""
+    """What a notebook records of a calibration (the claims' precondition compares its
+    ``max_held_out_error`` with its ``tolerance``, so a not-judged reason shows both); a fit that could
+    not give a link (``calibrate``'s ValueError) is recorded as not calibrated, with why."""
     if isinstance(cal, ValueError):
-        return {"calibrated": False, "max_held_out_error": None, "status": f"not calibrated: {cal}"}
+        return {"calibrated": False, "max_held_out_error": None, "tolerance": TOLERANCE,
+                "status": f"not calibrated: {cal}"}
     return {**cal.summary(), "fitted": [c.name for c in cal.fitted], "held_out": [c.name for c in cal.held_out]}
 
 
