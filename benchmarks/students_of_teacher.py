@@ -31,11 +31,12 @@ def main():
     torch.set_num_threads(1)
     s = profiles.settings("mpc_attention", "table4_5_tasks", "ci")
     combos = [tuple(c) for c in s["combos"]]
-    task = experiments.load_task(a.task, s["tasks"], 0)
+    settings = experiments.Settings.from_cfg(s["tasks"])
+    task = experiments.load_task(a.task, settings.teacher, 0)
     n = a.n_train
     task = replace(task, train=data.Split(task.train.ids[:n], task.train.mask[:n], task.train.types[:n],
                                           task.train.y[:n]))
-    teacher, _ = train.train_teacher(task, experiments.model_config(task, s["tasks"]), 1, seed=0)
+    teacher, _ = train.train_teacher(task, experiments.model_config(task, settings.teacher), 1, seed=0)
     kw = dict(epochs1=1, epochs2=1, seed=0)
 
     def students():

@@ -67,9 +67,9 @@ def _mpc_task():
     from privtrans.book import profiles
     from privtrans.mpc_attention import experiments
 
-    s = profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"]
-    task = experiments.load_task("mr2", s, 0)
-    return s, task, experiments.model_config(task, s)
+    s = experiments.Settings.from_cfg(profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"])
+    task = experiments.load_task("mr2", s.teacher, 0)
+    return s, task, experiments.model_config(task, s.teacher)
 
 
 @cuda
@@ -79,11 +79,11 @@ def test_mpc_attention_teacher_and_distillation_on_cuda_equal_the_cpu():
     s, task, cfg = _mpc_task()
     runs = {}
     for dev in ("cpu", "cuda"):
-        t, _ = train.train_teacher(task, cfg, 1, lr=s["teacher_lr"], seed=0, device=dev)
+        t, _ = train.train_teacher(task, cfg, 1, lr=s.teacher.teacher_lr, seed=0, device=dev)
         # a per-head f(n) constant: (H,) tensors that must follow the scores to the device
         h = cfg.n_heads
         st = t.converted("2quad_freediv", "quad", ([1.2] * h, [0.4] * h))
-        r = train.distill(t, st, task, 1, 1, lr1=s["lr1"], lr2=s["lr2"], seed=0, device=dev)
+        r = train.distill(t, st, task, 1, 1, lr1=s.lr1, lr2=s.lr2, seed=0, device=dev)
         runs[dev] = (t.state_dict(), st.state_dict(), r)
     _close(runs["cpu"][0], runs["cuda"][0])
     _close(runs["cpu"][1], runs["cuda"][1])

@@ -9,7 +9,7 @@ from privtrans.book.runcache import RunCache
 from privtrans.mpc_attention import experiments, train
 
 
-S = profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"]
+S = experiments.Settings.from_cfg(profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"])
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -10,13 +10,13 @@ from privtrans.book.runcache import RunCache
 from privtrans.mpc_attention import experiments, train
 
 
-S = profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"]
+S = experiments.Settings.from_cfg(profiles.settings("mpc_attention", "tables2_6_schemes", "smoke")["tasks"])
 
 
 COMBOS = [("softmax", "quad"), ("2quad_freediv", "quad"), ("softmax_freediv", "gelu")]
 
 
-KW = dict(epochs1=1, epochs2=2, lr1=S["lr1"], lr2=S["lr2"])
+KW = dict(epochs1=1, epochs2=2, lr1=S.lr1, lr2=S.lr2)
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def teacher_and_task():
-    task = experiments.load_task("mr2", S, 3)
-    t, _ = train.train_teacher(task, experiments.model_config(task, S), 1, lr=S["teacher_lr"], seed=3)
+    task = experiments.load_task("mr2", S.teacher, 3)
+    t, _ = train.train_teacher(task, experiments.model_config(task, S.teacher), 1, lr=S.teacher.teacher_lr, seed=3)
     return t, task
 
 
@@ -108,9 +108,9 @@ def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
 
     assert not dry.active()
     _, task = teacher_and_task
-    cfg = experiments.model_config(task, S)
-    m, _ = train.train_teacher(task, cfg, 2, lr=S["teacher_lr"], seed=4, device="cpu")  # the reference's device
-    assert _same(m, _teacher_as_before(task, cfg, 2, S["teacher_lr"], 4))
+    cfg = experiments.model_config(task, S.teacher)
+    m, _ = train.train_teacher(task, cfg, 2, lr=S.teacher.teacher_lr, seed=4, device="cpu")  # the reference's device
+    assert _same(m, _teacher_as_before(task, cfg, 2, S.teacher.teacher_lr, 4))
     with torch.no_grad():
         out = m(task.dev.ids, task.dev.mask, task.dev.types)["logits"]
     assert train.metric(m, task.dev) == float((out.argmax(1) == task.dev.y).float().mean())
@@ -120,10 +120,10 @@ def test_outside_a_dry_run_training_and_metric_are_unchanged(teacher_and_task):
 
 def test_a_dry_run_takes_one_step_and_books_the_full_length(teacher_and_task, dry_run):
     t, task = teacher_and_task
-    cfg = experiments.model_config(task, S)
-    m, _ = train.train_teacher(task, cfg, 3, lr=S["teacher_lr"], seed=4, device="cpu")  # the reference's device
-    assert not _same(m, _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4))  # not even one full epoch
-    ref = _teacher_as_before(task, cfg, 1, S["teacher_lr"], 4, steps=1)  # its first step only
+    cfg = experiments.model_config(task, S.teacher)
+    m, _ = train.train_teacher(task, cfg, 3, lr=S.teacher.teacher_lr, seed=4, device="cpu")  # the reference's device
+    assert not _same(m, _teacher_as_before(task, cfg, 1, S.teacher.teacher_lr, 4))  # not even one full epoch
+    ref = _teacher_as_before(task, cfg, 1, S.teacher.teacher_lr, 4, steps=1)  # its first step only
     assert _same(m, ref)
     n_batches = -(-len(task.train) // 64)
     loops = dry_run.report(1.0)["loops"]

@@ -54,24 +54,29 @@ def test_a_fine_tune_carries_its_backbones_key(tmp_path):
 
 
 def test_a_distillation_setting_retrains_no_teacher():
-    s = {"max_len": 16, "n_train": 64, "n_dev": 32, "vocab_size": 100, "teacher_epochs": 1, "teacher_lr": 1e-3,
-         "fit_batches": 1, "epochs1": 1, "epochs2": 1, "lr1": 1e-3, "lr2": 2e-4,
-         "model": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16}}
+    cfg = {"max_len": 16, "n_train": 64, "n_dev": 32, "vocab_size": 100, "teacher_epochs": 1, "teacher_lr": 1e-3,
+           "fit_batches": 1, "epochs1": 1, "epochs2": 1, "lr1": 1e-3, "lr2": 2e-4,
+           "model": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16}}
+    s = mpc_experiments.Settings.from_cfg(cfg)
     cache = RunCache("mpc_attention", root="/nonexistent")
     key = lambda parts: cache.key(parts, mpc_experiments.CODE)  # noqa: E731
-    t0 = key(mpc_experiments._teacher_parts("mr2", s, 0))
-    st0 = key(mpc_experiments._student_parts("mr2", s, 0, "2quad", "quad", False))
+    student = lambda s: mpc_experiments._student_parts("mr2", s, 0, "2quad", "quad", False)  # noqa: E731
+    t0 = key(mpc_experiments._teacher_parts("mr2", s.teacher, 0))
+    st0 = key(student(s))
+    # the keys are those of the settings as profile.yaml states them (runs cached before the typed settings stay valid)
+    assert student(s)["settings"] == cfg and mpc_experiments._teacher_parts("mr2", s.teacher, 0)["settings"] == \
+        {k: v for k, v in cfg.items() if k not in ("epochs1", "epochs2", "lr1", "lr2")}
     for change in ({"epochs1": 2}, {"lr2": 1e-5}, {"epochs2": 3}):
-        s2 = {**s, **change}
-        assert key(mpc_experiments._teacher_parts("mr2", s2, 0)) == t0, change
-        assert key(mpc_experiments._student_parts("mr2", s2, 0, "2quad", "quad", False)) != st0, change
+        s2 = mpc_experiments.Settings.from_cfg({**cfg, **change})
+        assert s2.teacher == s.teacher and key(mpc_experiments._teacher_parts("mr2", s2.teacher, 0)) == t0, change
+        assert key(student(s2)) != st0, change
     # a teacher setting moves the teacher and, through its key, every student of it
-    s3 = {**s, "teacher_epochs": 2}
-    assert key(mpc_experiments._teacher_parts("mr2", s3, 0)) != t0
-    assert mpc_experiments._student_parts("mr2", s3, 0, "2quad", "quad", False)["teacher_key"] != \
-        mpc_experiments._student_parts("mr2", s, 0, "2quad", "quad", False)["teacher_key"]
-    # and a teacher's run sees no setting outside its list
-    assert set(mpc_experiments.teacher_settings(s)) == set(mpc_experiments.TEACHER_SETTINGS)
+    s3 = mpc_experiments.Settings.from_cfg({**cfg, "teacher_epochs": 2})
+    assert key(mpc_experiments._teacher_parts("mr2", s3.teacher, 0)) != t0
+    assert student(s3)["teacher_key"] != student(s)["teacher_key"]
+    # a setting neither class holds is refused by name
+    with pytest.raises(ValueError, match=r"unknown task settings \['epochs3'\]: allowed are"):
+        mpc_experiments.Settings.from_cfg({**cfg, "epochs3": 1})
 
 
 def test_editing_shared_activations_reruns_mpc_attention_runs(lib_copy):

@@ -2,8 +2,9 @@
 
 ``converted(tasks, settings, seeds, combos)`` gives, for every task, the teacher and the distilled
 students of every seed, training what the cache lacks on every core (``privtrans.book.workers``);
-the chapter's accuracy claims compare them on paired seeds (``privtrans.book.paired``).
-``teacher(task_name, settings, seed)`` trains (or reads from ``RunCache("mpc_attention")``) the
+the chapter's accuracy claims compare them on paired seeds (``privtrans.book.paired``). The
+settings travel as ``Settings`` (profile.yaml's ``tasks`` block); a teacher gets only its
+``TeacherSettings``. ``teacher(task_name, settings.teacher, seed)`` trains (or reads from ``RunCache("mpc_attention")``) the
 Softmax + GeLU teacher and fits f(n) on its training-split denominators: over all layers (the
 paper) and per layer and head (its future work). Keys hold the settings a run reads, the key of the teacher a student starts from, and the source of the code (this module and all it imports).
 
@@ -14,6 +15,7 @@ batch's teacher forward, ``train.distill_group``).
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
 from functools import partial
 
 import torch
@@ -44,42 +46,74 @@ def student_chunks(combos: list, size: int = STUDENTS_PER_JOB) -> list[list]:
     return [combos[e - q - (k < r):e] for k, e in enumerate(ends)]
 
 
-def load_task(name: str, s: dict, seed: int):
-    return data.load(name, n_train=s.get("n_train"), n_dev=s.get("n_dev"), max_len=s["max_len"], seed=seed,
-                     vocab_size=s.get("vocab_size", 8000))
+@dataclass(frozen=True)
+class TeacherSettings:
+    """What a teacher reads: its data, its model, its training and the f(n) fit (profile.yaml's
+    ``tasks`` block, less the students' distillation). A teacher's run is given only this, so a
+    distillation setting can neither retrain a teacher nor be read by one."""
+
+    max_len: int
+    model: dict  # encoder.EncoderConfig's d_model, n_heads, n_layers, d_ff
+    teacher_epochs: int
+    teacher_lr: float
+    fit_batches: int = 8
+    vocab_size: int = 8000
+    n_train: int | None = None  # None: the task's whole split (the paper)
+    n_dev: int | None = None
+
+    def to_dict(self) -> dict:
+        """The settings as profile.yaml states them (an unset split size left out): a cache key's part."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def model_config(task, s: dict) -> encoder.EncoderConfig:
-    m = s["model"]
-    return encoder.EncoderConfig(vocab_size=len(task.vocab), max_len=task.max_len, n_out=task.n_out, **m)
+@dataclass(frozen=True)
+class Settings:
+    """A task's teacher and the distillation of its students (profile.yaml's ``tasks`` block)."""
+
+    teacher: TeacherSettings
+    epochs1: int
+    epochs2: int
+    lr1: float
+    lr2: float
+
+    @classmethod
+    def from_cfg(cls, cfg: dict) -> "Settings":
+        """From a notebook's ``tasks`` settings; a key outside both classes is refused by name."""
+        teacher_keys = {f.name for f in fields(TeacherSettings)}
+        own = {f.name for f in fields(cls)} - {"teacher"}
+        unknown = set(cfg) - teacher_keys - own
+        if unknown:
+            raise ValueError(f"unknown task settings {sorted(unknown)}: allowed are {sorted(teacher_keys | own)}")
+        return cls(teacher=TeacherSettings(**{k: v for k, v in cfg.items() if k in teacher_keys}),
+                   **{k: v for k, v in cfg.items() if k in own})
+
+    def to_dict(self) -> dict:
+        """The settings as one flat dict, as profile.yaml states them: a student's cache key's part."""
+        return {**self.teacher.to_dict(), **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "teacher"}}
 
 
-# the settings a teacher reads (its data, its model, its training and the f(n) fit); the students'
-# distillation settings are not among them, so changing those retrains no teacher
-TEACHER_SETTINGS = ("max_len", "n_train", "n_dev", "vocab_size", "model", "teacher_epochs", "teacher_lr",
-                    "fit_batches")
+def load_task(name: str, s: TeacherSettings, seed: int):
+    return data.load(name, n_train=s.n_train, n_dev=s.n_dev, max_len=s.max_len, seed=seed, vocab_size=s.vocab_size)
 
 
-def teacher_settings(s: dict) -> dict:
-    """The part of the settings a teacher may read: a teacher's run sees only these (a KeyError, not
-    a stale cache entry, if its code starts to read another)."""
-    return {k: s[k] for k in TEACHER_SETTINGS if k in s}
+def model_config(task, s: TeacherSettings) -> encoder.EncoderConfig:
+    return encoder.EncoderConfig(vocab_size=len(task.vocab), max_len=task.max_len, n_out=task.n_out, **s.model)
 
 
-def _teacher_parts(name: str, s: dict, seed: int) -> dict:
-    return {"task": name, "settings": teacher_settings(s), "seed": seed}
+def _teacher_parts(name: str, s: TeacherSettings, seed: int) -> dict:
+    return {"task": name, "settings": s.to_dict(), "seed": seed}
 
 
-def _student_parts(name: str, s: dict, seed: int, attention: str, activation: str, per_head: bool) -> dict:
+def _student_parts(name: str, s: Settings, seed: int, attention: str, activation: str, per_head: bool) -> dict:
     """A student's key: its settings, and its teacher's key (a retrained teacher retrains it)."""
-    teacher_key = RunCache("mpc_attention").key(_teacher_parts(name, s, seed), CODE)
-    return {"task": name, "settings": s, "seed": seed, "attention": attention, "activation": activation,
+    teacher_key = RunCache("mpc_attention").key(_teacher_parts(name, s.teacher, seed), CODE)
+    return {"task": name, "settings": s.to_dict(), "seed": seed, "attention": attention, "activation": activation,
             "per_head": per_head, "teacher_key": teacher_key}
 
 
-def _teacher_record(model, task, s: dict, secs: float) -> dict:
+def _teacher_record(model, task, s: TeacherSettings, secs: float) -> dict:
     """What ``teacher`` stores for a trained model: its metric and the fitted f(n) constants."""
-    batches = [b[:3] for b in task.train.batches(256)][: s.get("fit_batches", 8)]
+    batches = [b[:3] for b in task.train.batches(256)][: s.fit_batches]
     out = {"state": model.state_dict(), "cfg": model.cfg.to_dict(), "metric": train.metric(model, task.dev),
            "seconds": secs, "const": {}, "const_per_head": {}, "denominators": {}}
     for kind in ("softmax", "2quad"):
@@ -90,16 +124,15 @@ def _teacher_record(model, task, s: dict, secs: float) -> dict:
     return out
 
 
-def teacher(name: str, s: dict, seed: int) -> dict:
+def teacher(name: str, s: TeacherSettings, seed: int) -> dict:
     """{"state", "cfg", "metric", "seconds", "const": {softmax, 2quad}, "const_per_head": {...},
     "denominators": {kind: (n, layer, head, value) arrays}} for task ``name``."""
     torch.set_num_threads(1)
-    s = teacher_settings(s)
 
     def make():
         task = load_task(name, s, seed)
         cfg = model_config(task, s)
-        model, secs = train.train_teacher(task, cfg, s["teacher_epochs"], lr=s["teacher_lr"], seed=seed)
+        model, secs = train.train_teacher(task, cfg, s.teacher_epochs, lr=s.teacher_lr, seed=seed)
         return _teacher_record(model, task, s, secs)
 
     return RunCache("mpc_attention").get_or_make("teacher", _teacher_parts(name, s, seed), make, code=CODE)[0]
@@ -123,23 +156,23 @@ def _converted_student(t: dict, attention: str, activation: str, per_head: bool)
     return tm, tm.converted(attention, activation, const)
 
 
-def student(name: str, s: dict, seed: int, attention: str, activation: str, per_head: bool = False) -> dict:
+def student(name: str, s: Settings, seed: int, attention: str, activation: str, per_head: bool = False) -> dict:
     """A converted student distilled from the cached teacher: metric before and after each stage."""
     torch.set_num_threads(1)
-    t = teacher(name, s, seed)
+    t = teacher(name, s.teacher, seed)
 
     def make():
-        task = load_task(name, s, seed)
+        task = load_task(name, s.teacher, seed)
         tm, st = _converted_student(t, attention, activation, per_head)
         before = train.metric(st, task.dev)
-        r = train.distill(tm, st, task, s["epochs1"], s["epochs2"], lr1=s["lr1"], lr2=s["lr2"], seed=seed)
+        r = train.distill(tm, st, task, s.epochs1, s.epochs2, lr1=s.lr1, lr2=s.lr2, seed=seed)
         return {"before": before, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
 
     parts = _student_parts(name, s, seed, attention, activation, per_head)
     return RunCache("mpc_attention").get_or_make("student", parts, make, code=CODE)[0]
 
 
-def students_of_teacher(name: str, s: dict, seed: int, combos, per_head: bool = False) -> None:
+def students_of_teacher(name: str, s: Settings, seed: int, combos, per_head: bool = False) -> None:
     """Distil the students of ``combos`` that the cache lacks for one task and seed in one pass over
     the batches (``train.distill_group``: each batch's teacher forward computed once; every student's
     weights equal its lone run's) and store each under ``student(...)``'s key."""
@@ -149,12 +182,12 @@ def students_of_teacher(name: str, s: dict, seed: int, combos, per_head: bool = 
     todo = _missing(cache, "student", parts)
     if not todo:
         return
-    task = load_task(name, s, seed)
-    t = teacher(name, s, seed)  # read once: at paper a teacher's record holds BERT-Base's 365 MB of weights
+    task = load_task(name, s.teacher, seed)
+    t = teacher(name, s.teacher, seed)  # read once: at paper a teacher's record holds BERT-Base's 365 MB of weights
     pairs = [_converted_student(t, *combos[i], per_head) for i in todo]
     before = [train.metric(st, task.dev) for _, st in pairs]
-    rs = train.distill_group(pairs[0][0], [st for _, st in pairs], task, s["epochs1"], s["epochs2"],
-                             lr1=s["lr1"], lr2=s["lr2"], seed=seed)
+    rs = train.distill_group(pairs[0][0], [st for _, st in pairs], task, s.epochs1, s.epochs2,
+                             lr1=s.lr1, lr2=s.lr2, seed=seed)
     for i, (_, st), b, r in zip(todo, pairs, before, rs):
         out = {"before": b, **r, "state": st.state_dict(), "cfg": st.cfg.to_dict()}
         cache.put("student", cache.key(parts[i], CODE), out, parts[i])
@@ -169,13 +202,13 @@ def _without_weights(run: dict) -> dict:
 # distillation, against a floor (one model on the data repeated 5 times) of 4.4x and 4.7x, as this
 # encoder's step is arithmetic, not per-operation overhead; and one group per task would use one of
 # the two cores (`git log -S distill_together` finds that trainer).
-def teachers(tasks, s: dict, seeds: list[int], progress=None) -> dict:
+def teachers(tasks, s: Settings, seeds: list[int], progress=None) -> dict:
     """{task: [teacher per seed]}: the teachers the cache lacks trained on every core, then read back in order."""
-    workers.in_parallel([partial(teacher, t, s, sd) for t in tasks for sd in seeds], progress=progress)
-    return {t: [teacher(t, s, sd) for sd in seeds] for t in tasks}
+    workers.in_parallel([partial(teacher, t, s.teacher, sd) for t in tasks for sd in seeds], progress=progress)
+    return {t: [teacher(t, s.teacher, sd) for sd in seeds] for t in tasks}
 
 
-def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, progress=None) -> dict:
+def converted(tasks, s: Settings, seeds: list[int], combos, per_head: bool = False, progress=None) -> dict:
     """{task: {"teachers": [teacher per seed], "students": {"att+act": [student per seed]}}}.
 
     Teachers first (every student distils from its seed's teacher: ``teachers``), then the students
@@ -186,7 +219,7 @@ def converted(tasks, s: dict, seeds: list[int], combos, per_head: bool = False, 
     chunks = student_chunks([tuple(c) for c in combos])
     workers.in_parallel([partial(students_of_teacher, t, s, sd, chunk, per_head)
                          for t in tasks for sd in seeds for chunk in chunks], progress=progress)
-    return {t: {"teachers": [teacher(t, s, sd) for sd in seeds],
+    return {t: {"teachers": [teacher(t, s.teacher, sd) for sd in seeds],
                 "students": {f"{a}+{f}": [_without_weights(student(t, s, sd, a, f, per_head)) for sd in seeds]
                              for a, f in combos}}
             for t in tasks}
