@@ -2,7 +2,8 @@
 
 import pytest
 
-from privtrans.mpc_attention import calibration, normaliser_cost, readouts
+from privtrans.mpc_attention import calibration, normaliser_cost
+from privtrans.mpc_attention.readouts import schemes, table1
 from privtrans.shared.mpc.network import Link
 
 PAPER_T1 = {"softmax": 0.236, "2relu": 0.159, "2quad": 0.157, "scaling": 0.060, "softmax_freediv": 0.153,
@@ -60,7 +61,7 @@ def test_a_fit_without_a_link_is_recorded_not_calibrated_and_judges_nothing():
     # proportional counts: bandwidth and latency cannot be told apart
     counts = {"softmax+gelu": (1e6, 100), "softmax+quad": (2e6, 200), "2quad+quad": (3e6, 250),
               "2quad_freediv+quad": (1e6, 50)}
-    out = readouts._calibrated_table2(counts, "2quad_freediv+quad", "toy")
+    out = schemes._calibrated_table2(counts, "2quad_freediv+quad", "toy")
     assert out["link_table2"]["calibrated"] is False
     assert "cannot be told apart" in out["link_table2"]["status"]
     assert out["best_speedup_cal"] is None
@@ -70,7 +71,7 @@ def test_table1_readout_records_the_link_and_the_ratios_on_it():
 
     closed = normaliser_cost.closed_form([64, 128], 4)
     df = closed.assign(parties=2)
-    out = readouts._calibrated_table1("2pc", "toy", [64, 128], list(closed.variant.unique()),
+    out = table1._calibrated_table1("2pc", "toy", [64, 128], list(closed.variant.unique()),
                                       lambda n, v, col: float(df[(df.n == n) & (df.variant == v)][col].iloc[0]))
     assert out["link_2pc"]["calibrated"] is False
     cal = calibration.table1_link(_closed_counts(4, 128), "same")
