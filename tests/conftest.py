@@ -156,8 +156,8 @@ class SmokeBook:
     other, a serial HTML build) and the unit tests run on one, so side by side they fill the cores.
     Measured on one host (reference_s 0.058): the unit tests 363 s and the book's tests 552 s one
     after the other, 817 s side by side. Lowering the unit tests' priority (nice 10) made it 897 s:
-    they then ran alone after the build. Its output goes to files (a pipe nobody reads would fill
-    and stall it)."""
+    they then ran alone after the build; lowering the build's instead, 826 s. Its output goes to files
+    (a pipe nobody reads would fill and stall it)."""
 
     # three notebooks at a time (of different chapters): at one notebook at a time the 2 cores idle
     # (the 42 notebooks, one build each on 2 cores: 499 s two at a time, 325 s three)
