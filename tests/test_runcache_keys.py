@@ -63,7 +63,7 @@ def test_a_distillation_setting_retrains_no_teacher():
     student = lambda s: mpc_experiments._student_parts("mr2", s, 0, "2quad", "quad", False)  # noqa: E731
     t0 = key(mpc_experiments._teacher_parts("mr2", s.teacher, 0))
     st0 = key(student(s))
-    # the keys are those of the settings as profile.yaml states them (runs cached before the typed settings stay valid)
+    # the keys hold the settings as profile.yaml states them: the student's all of them, the teacher's its own
     assert student(s)["settings"] == cfg and mpc_experiments._teacher_parts("mr2", s.teacher, 0)["settings"] == \
         {k: v for k, v in cfg.items() if k not in ("epochs1", "epochs2", "lr1", "lr2")}
     for change in ({"epochs1": 2}, {"lr2": 1e-5}, {"epochs2": 3}):

@@ -4,9 +4,11 @@
 students of every seed, training what the cache lacks on every core (``privtrans.book.workers``);
 the chapter's accuracy claims compare them on paired seeds (``privtrans.book.paired``). The
 settings travel as ``Settings`` (profile.yaml's ``tasks`` block); a teacher gets only its
-``TeacherSettings``. ``teacher(task_name, settings.teacher, seed)`` trains (or reads from ``RunCache("mpc_attention")``) the
-Softmax + GeLU teacher and fits f(n) on its training-split denominators: over all layers (the
-paper) and per layer and head (its future work). Keys hold the settings a run reads, the key of the teacher a student starts from, and the source of the code (this module and all it imports).
+``TeacherSettings``. ``teacher(task_name, settings.teacher, seed)`` trains (or reads from
+``RunCache("mpc_attention")``) the Softmax + GeLU teacher and fits f(n) on its training-split
+denominators: over all layers (the paper) and per layer and head (its future work). Keys hold the
+settings a run reads, the key of the teacher a student starts from, and the source of the code
+(this module and all it imports).
 
 Teachers go one per seed to every core, and students in jobs per task and seed
 (``students_of_teacher``: up to ``STUDENTS_PER_JOB`` students, in jobs of even size, share each
@@ -89,7 +91,8 @@ class Settings:
 
     def to_dict(self) -> dict:
         """The settings as one flat dict, as profile.yaml states them: a student's cache key's part."""
-        return {**self.teacher.to_dict(), **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "teacher"}}
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "teacher"}
+        return {**self.teacher.to_dict(), **own}
 
 
 def load_task(name: str, s: TeacherSettings, seed: int):
