@@ -3,6 +3,9 @@ modules a module executes (the caches' keys rest on the last)."""
 
 import os
 
+import pytest
+import yaml
+
 from privtrans.book import device, imports, paths
 
 
@@ -50,3 +53,12 @@ def test_the_import_graph_follows_imports_at_any_depth_and_names_in_strings(tmp_
     os.utime(pkg / "ch" / "c.py", ns=(1, 10**18))
     assert "privtrans.ch.e" in imports.used_modules(imports.import_graph(pkg), ["privtrans.ch.a"])
     assert imports.module_name(pkg, pkg / "ch" / "__init__.py") == "privtrans.ch"
+
+
+def test_yaml_is_read_as_safe_load_reads_it(tmp_path):
+    text = "a: [1, 2.5, 'x']\nb: {c: null, d: true}\nwhen: 2026-01-02\n"
+    (tmp_path / "f.yaml").write_text(text)
+    assert paths.read_yaml(tmp_path / "f.yaml") == yaml.safe_load(text)
+    (tmp_path / "bad.yaml").write_text("!!python/object:os.system {}\n")  # the safe loader refuses tags
+    with pytest.raises(yaml.YAMLError):
+        paths.read_yaml(tmp_path / "bad.yaml")

@@ -130,3 +130,23 @@ def test_a_claim_whose_notebook_did_not_run_gets_the_cells_its_need_asks():
     r = trials.interval_trials(claim(need="all but 1", effect=1.0), None, "dp_icl")
     assert r.cells == 2 and r.passed, r.failures
     assert trials.interval_trials(claim(need=3, effect=1.0), None, "dp_icl").cells == 3
+
+
+def test_kept_trials_are_the_trials_and_any_input_change_reruns_them(tmp_path, monkeypatch):
+    """run_cached keeps each claim's trials in _build/cache/trials: a second build reads what the
+    first computed; a change of the claim, its cells or its recorded values computes them again."""
+    (tmp_path / "data" / "dp_icl").mkdir(parents=True)
+    rec = {f"c{i}": cell(0.02, 0.01) for i in range(3)}
+    c, row = claim(effect=0.02), {"cells": rec}
+    first = trials.run_cached("dp_icl", c, row, None, tmp_path, draws=100)
+    assert first == trials.run("dp_icl", c, row, None, tmp_path, draws=100).as_dict()
+    assert len(list((tmp_path / "_build" / "cache" / "trials").glob("*.json"))) == 1
+
+    ran = []
+    real = trials.run
+    monkeypatch.setattr(trials, "run", lambda *a, **k: ran.append(a) or real(*a, **k))
+    assert trials.run_cached("dp_icl", c, row, None, tmp_path, draws=100) == first and not ran  # kept
+    trials.run_cached("dp_icl", claim(effect=0.03), row, None, tmp_path, draws=100)
+    trials.run_cached("dp_icl", c, {"cells": dict(rec, c0=cell(0.02, 0.02))}, None, tmp_path, draws=100)
+    trials.run_cached("dp_icl", c, row, {"nb": SimpleNamespace(d=1.0)}, tmp_path, draws=100)
+    assert len(ran) == 3

@@ -89,14 +89,12 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-import yaml
-
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
 from . import budgets as budgets_mod
 from . import verdicts
 from .paper_values import PaperValueError, lookup
-from .paths import data_dir
+from .paths import data_dir, read_yaml
 
 FUNCTIONS = {"abs": abs, "min": min, "max": max, "all": all, "any": any, "len": len,
              "sum": sum, "round": round, "sorted": sorted}
@@ -235,7 +233,7 @@ def load(chapter: str, root: Path | None = None) -> dict:
     paths = sorted(base.glob("claims.yaml")) + sorted(base.glob("claims.*.yaml"))
     doc: dict = {"paper": "", "claims": []}
     for path in paths:
-        part = yaml.safe_load(path.read_text()) or {}
+        part = read_yaml(path) or {}
         doc["paper"] = doc["paper"] or part.get("paper", "")
         doc["claims"] += [dict(c, _file=path.name) for c in part.get("claims", []) or []]
     seen = set()

@@ -17,9 +17,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from .chapters import DRY, PROFILES, RUNNABLE, ParameterError, check_profile, check_seed, get  # noqa: F401 - re-exported
+from .paths import read_yaml
 
 PACKAGE = Path(__file__).resolve().parents[1]  # lib/privtrans: chapter packages hold their tables
 
@@ -41,7 +40,7 @@ def _table(chapter: str) -> dict:
         raise FileNotFoundError(f"no profile table for chapter {chapter!r}: expected {PACKAGE / chapter}/profile.yaml")
     table: dict = {}
     for path in paths:
-        part = yaml.safe_load(path.read_text()) or {}
+        part = read_yaml(path) or {}
         clash = set(part) & set(table)
         if clash:
             raise ParameterError(f"{path.name} redefines experiment(s) {sorted(clash)}")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..chapters import PROFILES, toc_yaml
+from ..paths import read_yaml
 from ..runcache import atomic_write_text
 from . import library
 from .discover import Notebook
@@ -94,9 +95,7 @@ def launch_links(repository: dict | None, nb: Notebook) -> list[tuple[str, str]]
 
 
 def repository_config(root: Path) -> dict:
-    import yaml
-
-    return (yaml.safe_load((root / "_config.yml").read_text()) or {}).get("repository") or {}
+    return (read_yaml(root / "_config.yml") or {}).get("repository") or {}
 
 
 def add_rerun_note(notebook, nb: Notebook, repository: dict | None = None) -> bool:

@@ -69,7 +69,7 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
         by_id, env = {c["id"]: c for c in doc["claims"]}, claims.environment(results)
         for r in rows:  # every reproduction's own test, run on a null, the paper's effect, a reversal, a lost seed
             if r["kind"] in claims.QUOTED:
-                r["trials"] = trials.run(ch, by_id[r["id"]], r, env, root).as_dict()
+                r["trials"] = trials.run_cached(ch, by_id[r["id"]], r, env, root)
         stab = None
         if other is not None:
             theirs = {c["id"]: c for c in other["claims"] if c["chapter"] == ch and "verdict" in c}

@@ -27,11 +27,11 @@ def conversations() -> list[list[str]]:
     """Every English conversation as its list of turns (raw text), files in name order.
 
     Empty turns (``null`` in the YAML) are dropped; nothing else is changed."""
-    import yaml
+    from privtrans.book.paths import read_yaml
 
     out = []
     for path in sorted(english_dir().glob("*.yml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = read_yaml(path) or {}
         for conv in doc.get("conversations") or []:
             out.append([str(t) for t in conv if t is not None])
     return out
