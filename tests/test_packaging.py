@@ -54,3 +54,19 @@ def test_a_wheel_in_a_fresh_venv_has_the_profile_tables(tmp_path):
     n_modules, n_tables = map(int, proc.stdout.split())
     assert n_modules > 30
     assert n_tables == len(list((REPO / "lib" / "privtrans").glob("*/profile*.yaml")))
+
+
+def test_the_installed_packages_are_byte_compiled():
+    """make env keeps pip's byte-compiling: where PYTHONDONTWRITEBYTECODE=1 nothing writes a .pyc
+    later, and every kernel and MPC party would compile torch, scipy and pandas again (twice the
+    import time, measured in the Makefile)."""
+    import importlib
+    import importlib.util
+
+    missing = []
+    for name in ("torch", "torch.nn.modules.module", "scipy.stats", "pandas.core.frame", "matplotlib.pyplot"):
+        source = importlib.import_module(name).__file__
+        if not Path(importlib.util.cache_from_source(source)).is_file():
+            missing.append(name)
+    assert not missing, (f"no .pyc beside {missing}: install the environment with byte-compiling (make env "
+                         "installs with pip's default --compile)")
