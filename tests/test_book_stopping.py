@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from privtrans.book import stopping, workers
+from privtrans.book.pipeline import kernel_forks
 
 psutil = pytest.importorskip("psutil")
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
@@ -149,13 +150,16 @@ workers.in_parallel([partial(busy, i) for i in range(4)], workers=2)
 
 
 @linux
-@pytest.mark.parametrize("sig, jobs", [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 2),
-                                       (signal.SIGKILL, 2)])
-def test_a_stopped_build_leaves_no_process_it_started(tmp_path, sig, jobs):
+@pytest.mark.parametrize("sig, jobs, forks", [(signal.SIGINT, 1, "1"), (signal.SIGTERM, 1, "0"),
+                                              (signal.SIGTERM, 2, "0"), (signal.SIGKILL, 2, "1")])
+def test_a_stopped_build_leaves_no_process_it_started(tmp_path, sig, jobs, forks):
     """A build whose notebook keeps two pool workers busy is stopped; within seconds, the pipeline,
     its kernels (the running one, and at --jobs 1 the next notebook's warm one), its workers and
-    theirs are gone. SIGKILL leaves the pipeline no cleanup: its kernel exits on its own (ipykernel
-    watches its parent) and the workers follow their parents."""
+    theirs are gone, and so is a kernel fork server (``forks``: kernels forked from one, as a build
+    of many notebooks starts them; else started cold, as a build of one or two). SIGKILL leaves the
+    pipeline no cleanup: its kernel exits on its own (ipykernel watches its parent; a forked one dies
+    with its server, which ends when the process that started it has gone) and the workers follow
+    their parents."""
     root, marks = tmp_path / "root", tmp_path / "pids"
     (root / "notebooks" / "dp_icl").mkdir(parents=True)
     (root / "lib" / "privtrans").mkdir(parents=True)
@@ -163,7 +167,7 @@ def test_a_stopped_build_leaves_no_process_it_started(tmp_path, sig, jobs):
     for name in ("01_busy.md", "02_busy.md"):
         (root / "notebooks" / "dp_icl" / name).write_text(BUSY)
     marks.mkdir()
-    env = {**os.environ, "STOPPING_TEST_PIDS": str(marks), "PRIVTRANS_WORKERS": "2"}
+    env = {**os.environ, "STOPPING_TEST_PIDS": str(marks), "PRIVTRANS_WORKERS": "2", kernel_forks.ENV: forks}
     log = open(tmp_path / "build.log", "w")
     build = subprocess.Popen([sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), "--profile",
                               "smoke", "--no-html", "--jobs", str(jobs), "--notebook", "dp_icl/01_busy",
@@ -174,6 +178,9 @@ def test_a_stopped_build_leaves_no_process_it_started(tmp_path, sig, jobs):
         marked = _wait_for(marks, 3)  # the kernel and two busy workers
         kids = psutil.Process(build.pid).children(recursive=True)
         started = kids + [psutil.Process(p) for p in marked if p not in {k.pid for k in kids}]
+        # a fork server, and the kernels it forked (a fork keeps its parent's command line)
+        forked = [k for k in kids if "kernel_forks" in " ".join(k.cmdline())]
+        assert bool(forked) == (forks == "1"), [k.cmdline() for k in kids]
         build.send_signal(sig)
         t0 = time.monotonic()
         code = build.wait(15)

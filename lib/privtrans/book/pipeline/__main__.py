@@ -20,7 +20,7 @@ from ..chapters import KEYS as CHAPTERS
 from ..chapters import DRY, RUNNABLE, ParameterError, check_profile, check_seed
 from ..paths import ROOT_ENV, repo_root
 from .. import claims, stopping
-from . import build_log, cache, calibration, execute, html, lock, report, schedule, warm
+from . import build_log, cache, calibration, execute, html, kernel_forks, lock, report, schedule, warm
 from .discover import discover, pick
 
 
@@ -111,10 +111,16 @@ def run_all(root: Path, todo, profile: str, seed: int, force: bool, jobs: int = 
             bar.done(nb, old["seconds"], "ok (cached)")
             continue
         stale.append((nb, key))
-    if jobs == 1:
-        run_one_by_one(root, stale, profile, seed, bar)
-    else:
-        run_side_by_side(root, stale, profile, seed, jobs, bar)
+    forks = kernel_forks.worth_it(len(stale), jobs)
+    try:
+        if jobs == 1:
+            kernel_forks.use(forks)
+            run_one_by_one(root, stale, profile, seed, bar)
+        else:
+            run_side_by_side(root, stale, profile, seed, jobs, bar, forks)
+    finally:
+        kernel_forks.use(None)
+        kernel_forks.close_all()
     return len(stale)
 
 
@@ -138,7 +144,8 @@ def run_one_by_one(root: Path, stale, profile: str, seed: int, bar: build_log.Pr
         raise
 
 
-def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: build_log.Progress):
+def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar: build_log.Progress,
+                     forks: bool = False):
     """Up to ``jobs`` notebooks at once, each in its own worker process (``execute.run`` sets the
     kernel's environment in ``os.environ``, so they cannot share one); one chapter's notebooks in
     order (``schedule.ChapterQueue``)."""
@@ -146,7 +153,7 @@ def run_side_by_side(root: Path, stale, profile: str, seed: int, jobs: int, bar:
     queue = schedule.ChapterQueue([nb for nb, _ in stale], [bar.previous.get(nb) for nb, _ in stale])
     running = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=stopping.pipeline_worker, initargs=(os.getpid(),)) as pool:
+                             initializer=execute.worker_init, initargs=(os.getpid(), forks)) as pool:
         try:
             while running or not queue.empty():
                 while len(running) < jobs and (nb := queue.next()) is not None:

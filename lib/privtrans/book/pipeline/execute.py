@@ -205,6 +205,15 @@ def run(root: Path, nb: Notebook, profile: str, seed: int, warm=None) -> Outcome
     return Outcome("ok", seconds, warm_kernel=km is not None)
 
 
+def worker_init(parent: int, forks: bool) -> None:
+    """A pipeline worker's start (``--jobs`` > 1): stop signals end it (``stopping.pipeline_worker``),
+    and its kernels start from a fork server if the build chose so (``kernel_forks.worth_it``)."""
+    from . import kernel_forks
+
+    stopping.pipeline_worker(parent)
+    kernel_forks.use(forks)
+
+
 def run_in_worker(root: Path, nb: Notebook, profile: str, seed: int) -> Outcome:
     """:func:`run` in a pipeline worker (``--jobs`` > 1, ``stopping.pipeline_worker``): a stop signal
     (SystemExit there) ends the notebook's kernel and then this worker, which would otherwise wait
