@@ -57,9 +57,9 @@ def test_a_wheel_in_a_fresh_venv_has_the_profile_tables(tmp_path):
 
 
 def test_the_installed_packages_are_byte_compiled():
-    """make env keeps pip's byte-compiling: where PYTHONDONTWRITEBYTECODE=1 nothing writes a .pyc
-    later, and every kernel and MPC party would compile torch, scipy and pandas again (twice the
-    import time, measured in the Makefile)."""
+    """make env byte-compiles what it installs (compileall, on every core): where
+    PYTHONDONTWRITEBYTECODE=1 nothing writes a .pyc later, and every kernel and MPC party would
+    compile torch, scipy and pandas again (twice the import time, measured in the Makefile)."""
     import importlib
     import importlib.util
 
@@ -69,4 +69,4 @@ def test_the_installed_packages_are_byte_compiled():
         if not Path(importlib.util.cache_from_source(source)).is_file():
             missing.append(name)
     assert not missing, (f"no .pyc beside {missing}: install the environment with byte-compiling (make env "
-                         "installs with pip's default --compile)")
+                         "byte-compiles site-packages after pip installs it)")
