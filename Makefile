@@ -93,7 +93,7 @@ browser:
 # and 41 s here: network and disk, not CPU); each one's output kept together
 test:
 	@$(MAKE) --no-print-directory --jobs=3 --output-sync=target $(STAMP) $(SPU_STAMP) browser
-	$(PY) -m pytest -q -n 2 --durations=25
+	$(PY) -m pytest -q --durations=25
 
 clean:
 	rm -rf _build book/_executed book/_generated

@@ -1,11 +1,8 @@
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -158,10 +155,11 @@ def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
 class SmokeBook:
     """The whole book at profile smoke, building in a copy of the checkout from the end of collection
     while the unit tests run: the build leaves part of the 2 cores idle (MPC parties waiting on each
-    other, a serial HTML build), so side by side they fill the cores. Started by the process that
-    runs the session (under pytest-xdist, the controller); a test in any process waits for the
-    ``returncode`` file it leaves in ``base``. Its output goes to files there (a pipe nobody reads
-    would fill and stall it)."""
+    other, a serial HTML build) and the unit tests run on one, so side by side they fill the cores.
+    Measured on one host (reference_s 0.058): the unit tests 363 s and the book's tests 552 s one
+    after the other, 817 s side by side. Lowering the unit tests' priority (nice 10) made it 897 s:
+    they then ran alone after the build; lowering the build's instead, 826 s. Its output goes to files
+    (a pipe nobody reads would fill and stall it)."""
 
     # three notebooks at a time (of different chapters): at one notebook at a time the 2 cores idle
     # (the 42 notebooks, one build each on 2 cores: 499 s two at a time, 325 s three)
@@ -169,34 +167,24 @@ class SmokeBook:
     TIMEOUT = 1500
 
     def __init__(self, base: Path):
-        self.base, self.root = base, base / "repo"
+        self.root = base / "repo"
         shutil.copytree(REPO, self.root, ignore=IGNORE)
         cmd, env = _pipeline_command(self.root, *self.ARGS)
-        self.out, self.err = (open(base / f"build.{s}", "w") for s in ("stdout", "stderr"))
+        self.out, self.err = (open(base / f"build.{s}", "w+") for s in ("stdout", "stderr"))
         # its own session: stop() ends the pipeline, which ends every kernel and worker it started
         self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self.out, stderr=self.err,
                                      text=True, start_new_session=True)
-        threading.Thread(target=self._record, daemon=True).start()
+        self.cmd = cmd
 
-    def _record(self):
-        rc = self.proc.wait()
-        tmp = self.base / "returncode.tmp"
-        tmp.write_text(str(rc))
-        tmp.replace(self.base / "returncode")
-
-    @classmethod
-    def result(cls, base: Path) -> subprocess.CompletedProcess:
-        """The build in ``base`` once it has ended (its exit code and output)."""
-        deadline = time.monotonic() + cls.TIMEOUT
-        while not (base / "returncode").is_file():
-            if time.monotonic() > deadline:
-                started = (base / "build.stdout").is_file()
-                raise TimeoutError(f"the smoke book in {base} {'did not end' if started else 'never started'} "
-                                   f"within {cls.TIMEOUT} s")
-            time.sleep(0.5)
-        rc = int((base / "returncode").read_text())
-        out, err = ((base / f"build.{s}").read_text() for s in ("stdout", "stderr"))
-        return subprocess.CompletedProcess(["privtrans.book.pipeline", *cls.ARGS], rc, out, err)
+    def wait(self) -> subprocess.CompletedProcess:
+        try:
+            rc = self.proc.wait(timeout=self.TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        self.out.seek(0)
+        self.err.seek(0)
+        return subprocess.CompletedProcess(self.cmd, rc, self.out.read(), self.err.read())
 
     def stop(self):
         """SIGTERM to a build still running (pytest stopped early): the pipeline ends its kernels and
@@ -212,101 +200,18 @@ class SmokeBook:
 
 
 _SMOKE_BOOK = pytest.StashKey[SmokeBook]()
-_BOOK_DIR = pytest.StashKey[Path]()
 
 
-def _reads_book(item) -> bool:
-    return "book" in getattr(item, "fixturenames", ())
-
-
-def _book_dir(config) -> Path:
-    # pytest's own temporary root (the last three sessions kept), as tmp_path_factory gives fixtures
-    if _BOOK_DIR not in config.stash:
-        config.stash[_BOOK_DIR] = config._tmp_path_factory.mktemp("book")
-    return config.stash[_BOOK_DIR]
-
-
-def _start_book(config):
-    if _SMOKE_BOOK not in config.stash:
-        config.stash[_SMOKE_BOOK] = SmokeBook(_book_dir(config))
-
-
-# after -m/-k deselection: only a run that has book tests builds the book
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: only a run that has book tests builds the book
 def pytest_collection_modifyitems(config, items):
-    """The tests that read the smoke book run last, and its build starts now, beside the unit tests;
-    a pytest-xdist worker instead names them to the controller, which builds the book."""
-    reads_book = [item for item in items if _reads_book(item)]
+    """The tests that read the smoke book run last, and its build starts now, beside the unit tests."""
+    reads_book = [item for item in items if "book" in getattr(item, "fixturenames", ())]
     if not reads_book or config.option.collectonly:
         return
     later = set(reads_book)
     items[:] = [item for item in items if item not in later] + reads_book
-    if hasattr(config, "workerinput"):
-        path = _book_tests_file(Path(config.workerinput["smoke_book"]))
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([item.nodeid for item in reads_book]))
-        tmp.replace(path)
-    else:
-        _start_book(config)
-
-
-# pytest-xdist's workers run at a lower priority than the smoke book, which the controller builds: the
-# book and its tests are the longest chain (build, HTML, then one worker's tests in order), and the unit
-# tests fill what the build leaves of the 2 cores
-WORKER_NICE = 5
-
-
-def pytest_configure(config):
-    if hasattr(config, "workerinput") and hasattr(os, "nice"):
-        os.nice(WORKER_NICE)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    """pytest-xdist, in the controller: each worker learns where the controller builds the book."""
-    node.workerinput["smoke_book"] = str(_book_dir(node.config))
-
-
-def _book_tests_file(base: Path) -> Path:
-    return base / "tests.json"
-
-
-def _book_tests(config) -> set[str]:
-    path = _book_tests_file(_book_dir(config))
-    return set(json.loads(path.read_text())) if path.is_file() else set()
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids):
-    """pytest-xdist, in the controller: the build starts when a worker has collected a book test."""
-    if _book_tests(node.config) & set(ids):
-        _start_book(node.config)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist, in the controller: each test file to one worker, as ``--dist loadfile`` (a file's
-    module fixtures, MPC parties among them, are then set up once), and the tests that read the
-    smoke book last: those that run pipelines in the built copy as one unit, in order, and the
-    browser's as another. Not ``--dist loadgroup``: pytest-xdist 3.8 groups by
-    rewriting ``item._nodeid``, which pytest 9.2 no longer reads, so the groups never form."""
-    from xdist.scheduler import LoadScopeScheduling
-
-    config.option.loadscopereorder = False  # the files in collection order: the smoke book's tests last
-
-    class BookTestsTogether(LoadScopeScheduling):
-        book: set[str] | None = None
-
-        def _split_scope(self, nodeid: str) -> str:
-            if self.book is None:  # read once every worker has collected (scheduling starts then)
-                self.book = _book_tests(config)
-            if nodeid not in self.book:
-                return nodeid.split("::", 1)[0]
-            # the browser only reads the built HTML, which no other book test rebuilds (they assert
-            # so): a unit of its own, beside the others
-            return "smoke book html" if nodeid.startswith("tests/test_browser.py") else "smoke book"
-
-    return BookTestsTogether(config, log)
+    # pytest's own temporary root (the last three sessions kept), as tmp_path_factory gives fixtures
+    config.stash[_SMOKE_BOOK] = SmokeBook(config._tmp_path_factory.mktemp("book"))
 
 
 def pytest_unconfigure(config):
@@ -319,13 +224,10 @@ def pytest_unconfigure(config):
 def book(request):
     """The whole book at profile smoke, built once per session in a copy of the checkout (test_book,
     test_pipeline_verify and the browser test share it): (root, the build's CompletedProcess)."""
-    config = request.config
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller builds it
-        base = Path(config.workerinput["smoke_book"])
-    else:  # collected some other way: build it now
-        _start_book(config)
-        base = config.stash[_SMOKE_BOOK].base
-    proc = SmokeBook.result(base)
+    build = request.config.stash.get(_SMOKE_BOOK, None)
+    if build is None:  # collected some other way: build it now
+        build = request.config.stash[_SMOKE_BOOK] = SmokeBook(request.config._tmp_path_factory.mktemp("book"))
+    proc = build.wait()
     print(proc.stdout[-6000:], proc.stderr[-6000:])
     assert proc.returncode == 0, f"smoke build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    return base / "repo", proc
+    return build.root, proc
