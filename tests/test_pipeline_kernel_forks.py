@@ -19,11 +19,13 @@ linux = pytest.mark.skipif(not kernel_forks.supported(), reason="fork servers ne
 
 PROBE = textwrap.dedent("""\
     import os, random, sys
-    preloaded = sorted(m for m in ("torch", "pandas", "scipy.stats") if m in sys.modules)
+    preloaded = sorted(m for m in ("torch", "pandas", "scipy.stats", "opacus", "torch._dynamo") if m in sys.modules)
+    from privtrans.book import imports
+    graph_read = imports._read.cache_info().currsize  # before any key asked for it
     import numpy as np, torch
     torch.manual_seed(0)
     print(repr({"preloaded": preloaded, "cwd": os.getcwd(), "leader": os.getsid(0) == os.getpid(),
-                "ppid": os.getppid(), "flag": os.environ.get("KF_FLAG"), "draw": random.random(),
+                "ppid": os.getppid(), "graph_read": graph_read, "flag": os.environ.get("KF_FLAG"), "draw": random.random(),
                 "legacy": float(np.random.random()), "value": float(torch.randn(50).sum()),
                 "rng": float(np.random.default_rng(0).normal(size=50).sum())}))
     """)
@@ -62,7 +64,8 @@ def test_a_forked_kernel_gives_a_cold_kernels_values_in_its_own_session(tmp_path
     prov, proc, out, gone = _kernel(PROBE, env, str(tmp_path))
     forked = eval(out)
     assert isinstance(proc, kernel_forks.ForkedKernel) and gone
-    assert forked["preloaded"] == ["pandas", "scipy.stats", "torch"]  # imported before its first cell
+    assert forked["preloaded"] == ["opacus", "pandas", "scipy.stats", "torch", "torch._dynamo"]  # before its first cell
+    assert forked["graph_read"] == 1  # the library's import graph, read by the server
     assert forked["cwd"] == str(tmp_path) and forked["leader"] and forked["flag"] == "on"
     assert forked["ppid"] == kernel_forks.server_for(env, str(tmp_path)).proc.pid
     _, proc2, out2, _ = _kernel(PROBE, env, str(tmp_path))
@@ -72,7 +75,7 @@ def test_a_forked_kernel_gives_a_cold_kernels_values_in_its_own_session(tmp_path
     monkeypatch.setenv(kernel_forks.ENV, "0")
     _, cold_proc, cold_out, _ = _kernel(PROBE, env, str(tmp_path))
     cold = eval(cold_out)
-    assert isinstance(cold_proc, subprocess.Popen) and cold["preloaded"] == []
+    assert isinstance(cold_proc, subprocess.Popen) and cold["preloaded"] == [] and cold["graph_read"] == 0
     assert (forked["value"], forked["rng"]) == (cold["value"], cold["rng"])
 
 

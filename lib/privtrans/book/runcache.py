@@ -60,7 +60,8 @@ def _is_machinery(module: str) -> bool:
     return module == "privtrans" or module == "privtrans.book" or module.startswith("privtrans.book.")
 
 
-def _package(package: Path | None) -> Path:
+def package_dir(package: Path | None = None) -> Path:
+    """``package``, or the directory of the privtrans that is running: whose import graph keys read."""
     import privtrans
 
     return Path(package) if package is not None else Path(privtrans.__file__).resolve().parent
@@ -72,7 +73,7 @@ def code_modules(roots: Iterable[str | ModuleType], package: Path | None = None)
     from .imports import import_graph
 
     names = [r if isinstance(r, str) else r.__name__ for r in roots]
-    return _closure(import_graph(_package(package)), names)
+    return _closure(import_graph(package_dir(package)), names)
 
 
 def _closure(graph: dict, names) -> list[str]:
@@ -88,7 +89,7 @@ def source_fingerprint(roots: Iterable[str | ModuleType], package: Path | None =
     A root outside privtrans (a test's module) counts by its own file."""
     from .imports import import_graph, stamp
 
-    pkg = _package(package)
+    pkg = package_dir(package)
     tree = stamp(pkg)
     graph = import_graph(pkg, tree)
     names, outside = [], []
