@@ -62,3 +62,26 @@ print(sorted(new - set(code_modules(runs.TRAINING_MODULES))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_train_missing_searches_each_privacy_plan_once_for_all_its_workers(tiny, tmp_path, monkeypatch):
+    """The accountant's search (seconds) runs in the notebook's process, before the workers fork: two
+    seeds of one DP spec train in two workers and search once between them."""
+    from privtrans.shared.dp import accounting
+
+    d, s = tiny
+    log = tmp_path / "searches"
+    real = accounting.noise_for_epsilon
+
+    def counted(*a, **k):
+        with open(log, "a") as f:  # a worker's call is in its own process: counted in a file
+            f.write("1")
+        return real(*a, **k)
+
+    monkeypatch.setattr(accounting, "noise_for_epsilon", counted)
+    monkeypatch.setenv("PRIVTRANS_WORKERS", "2")
+    train.privacy_plan.cache_clear()
+    spec = train.RunSpec(method="transformer", epsilon=7.0, epochs=1, batch_size=64, d=8, max_len=6, eval_every=1)
+    cache = runs.run_cache(tmp_path / "cache")
+    assert runs.train_missing(cache, [spec, spec.with_(seed=1)], s, d) == 2
+    assert log.read_text() == "1"

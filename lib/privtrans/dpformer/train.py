@@ -152,6 +152,11 @@ def privacy_plan(epsilon: float, n: int, batch_size: int, epochs: int):
     return noise_for_epsilon(epsilon, n_train=n, batch_size=batch_size, epochs=epochs)
 
 
+def plan_of(spec: "RunSpec", n: int):
+    """The privacy plan a run of ``spec`` on ``n`` users trains under (None for a non-private run)."""
+    return None if spec.epsilon is None else privacy_plan(float(spec.epsilon), n, spec.batch_size, spec.epochs)
+
+
 def privacy_label(priv: dict | None) -> str:
     """How every DP result states its budget: '(ε = 5, δ = 0.00053) via RDP; σ = 2.0, q = 0.27, 80 steps'."""
     if not priv:
@@ -204,7 +209,7 @@ def train_run(spec: RunSpec, split: Split, device=None, log=None) -> dict:
     if spec.batch_size > n:
         raise ValueError(f"batch_size {spec.batch_size} exceeds the number of users {n}")
     if spec.epsilon is not None:
-        plan = privacy_plan(float(spec.epsilon), n, spec.batch_size, spec.epochs)
+        plan = plan_of(spec, n)
         total = plan.steps
         step_fn, engine = make_dp_step(spec, model, plan.noise_multiplier, gen)
     else:
