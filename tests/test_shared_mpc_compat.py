@@ -6,6 +6,7 @@ softmax max (secure comparisons); the bounds below are a few times what these gi
 used, and far below what a broken shim or protocol gives (errors of order 1 or more).
 """
 
+import copy
 import sys
 
 import pytest
@@ -27,6 +28,51 @@ def test_shim_registers_only_the_registration_stub():
     from crypten.nn import onnx_converter
 
     assert onnx_converter.SYM_REGISTRY is False
+
+
+def _leaves(node, prefix=""):
+    from omegaconf import DictConfig
+
+    for key in node:
+        value = node[key]
+        yield from _leaves(value, f"{prefix}{key}.") if isinstance(value, DictConfig) else [(prefix + key, value)]
+
+
+def test_config_reads_through_the_view_are_omegaconfs_after_every_kind_of_write(tmp_path):
+    cr = compat.module()
+    cfg = cr.cfg
+    plain = lambda: dict(_leaves(cfg.config))  # noqa: E731 - OmegaConf's own reads
+
+    def read_all(settings):
+        for name, value in settings.items():
+            node = cfg
+            for key in name.split("."):
+                node = getattr(node, key)
+            assert node == value == cfg[name], name
+
+    saved = copy.deepcopy(cfg.config)  # other tests' settings (communicator.verbose), put back at the end
+    before = plain()
+    assert len(before) > 20 and type(cfg.functions).__name__ == "_ConfigView"
+    read_all(before)
+    read_all(before)  # kept values, read again
+    with cfg.temp_override({"functions.max_method": "pairwise", "debug.validation_mode": True}):
+        assert cfg.functions.max_method == "pairwise" and cfg.debug.validation_mode is True
+        read_all(plain())
+    assert cfg.functions.max_method == before["functions.max_method"] and not cfg.debug.validation_mode
+    old = cfg.functions.sqrt_nr_iters
+    try:
+        cfg.functions.sqrt_nr_iters = old + 5  # a write into a node, as layers.py makes
+        assert cfg.functions.sqrt_nr_iters == cfg.config.functions.sqrt_nr_iters == old + 5
+        with cfg.temp_override({"functions.exp_iterations": 3}):
+            assert cfg.functions.sqrt_nr_iters == old + 5 and cfg.functions.exp_iterations == 3
+        cfg["functions.reciprocal_nr_iters"] = 4  # a write by name: a new configuration
+        read_all(plain())
+        assert cfg.functions.reciprocal_nr_iters == 4
+        cfg.load_config(None)  # crypten's defaults, as crypten.init() loads them
+        read_all(plain())
+    finally:
+        cfg.set_config(saved)
+    assert plain() == before and cfg.functions.sqrt_nr_iters == old
 
 
 def test_single_process_numerics():

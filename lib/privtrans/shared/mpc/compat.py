@@ -25,6 +25,13 @@ reveals as -6.99995). Private results land there at random (their last bits are 
 noise), so a revealed logit was off by exactly 1.0 in about one private forward in six.
 ``module()`` replaces ``decode`` with the exact floor-division it intends.
 
+And one cost: CrypTen reads its settings (``cfg.debug.validation_mode`` on every attribute of every
+``CrypTensor``, ``cfg.encoder.precision_bits`` on every encoder) through OmegaConf, about 20 µs a
+read. A smoke build's party processes spent 64 of their 233 CPU-s there (py-spy). ``module()``
+gives ``crypten.cfg`` reads that ask OmegaConf once per key and configuration (``_ConfigView``);
+every write still goes to OmegaConf, and ``temp_override`` and ``load_config`` still replace the
+configuration, whose view is then another one.
+
 The book's private models are written with CrypTensor ops (``privtrans.shared.mpc.layers``), not via
 ONNX import, because CrypTen 0.4.1 cannot convert LayerNorm, Split or Identity.
 
@@ -87,6 +94,64 @@ def _exact_decode(self, tensor):
     return tensor.data
 
 
+class _ConfigView:
+    """One node of a CrypTen configuration (an OmegaConf ``DictConfig``), read through: each key is
+    asked of OmegaConf once and then kept as an attribute of the view (a plain attribute read); a
+    write goes to the node and drops the kept value."""
+
+    def __init__(self, node):
+        object.__setattr__(self, "_node", node)
+
+    def __getattr__(self, key):  # only for a key not kept yet
+        from omegaconf import DictConfig
+
+        value = getattr(object.__getattribute__(self, "_node"), key)
+        if isinstance(value, DictConfig):
+            value = _ConfigView(value)
+        object.__setattr__(self, key, value)
+        return value
+
+    def __setattr__(self, key, value):
+        setattr(object.__getattribute__(self, "_node"), key, value)
+        self.__dict__.pop(key, None)
+
+
+_VIEWS: list = []  # (configuration, its view), the latest first: temp_override swaps two of them back and forth
+
+
+def _view_of(config) -> _ConfigView:
+    for i, (c, view) in enumerate(_VIEWS):
+        if c is config:
+            if i:
+                _VIEWS.insert(0, _VIEWS.pop(i))
+            return view
+    view = _ConfigView(config)
+    _VIEWS.insert(0, (config, view))  # holding the configuration keeps its id from being reused
+    del _VIEWS[8:]
+    return view
+
+
+def _fast_reads(cfg) -> None:
+    """Give ``cfg`` (``crypten.cfg``) reads through ``_view_of`` its current configuration."""
+    base = type(cfg)
+    if getattr(base, "_privtrans_fast_reads", False):
+        return
+
+    own = frozenset(dir(base)) | set(vars(cfg))  # methods and ``config``; any other name is a setting
+
+    def __getattribute__(self, name):
+        if name in own:
+            return object.__getattribute__(self, name)
+        config = object.__getattribute__(self, "config")
+        value = _VIEWS[0][1] if _VIEWS and _VIEWS[0][0] is config else _view_of(config)
+        for key in name.split("."):
+            value = getattr(value, key)
+        return value
+
+    cfg.__class__ = type(base.__name__, (base,), {"__getattribute__": __getattribute__,
+                                                  "_privtrans_fast_reads": True, "__doc__": base.__doc__})
+
+
 def module():
     """The ``crypten`` module, imported after the shims (not initialised), decode fixed."""
     apply_shims()
@@ -94,6 +159,7 @@ def module():
         warnings.simplefilter("ignore", DeprecationWarning)
         import crypten as _crypten
         from crypten.encoder import FixedPointEncoder
+    _fast_reads(_crypten.cfg)
     if FixedPointEncoder.decode is not _exact_decode:
         FixedPointEncoder._crypten_decode = FixedPointEncoder.decode
         FixedPointEncoder.decode = _exact_decode
