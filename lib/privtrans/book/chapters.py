@@ -94,7 +94,7 @@ def toc_yaml() -> str:
         lines += [f"      - file: book/{c.key}", "        sections:", f"          - glob: book/_executed/{c.key}/*"]
     lines += ["  - caption: About", "    chapters:", "      - file: book/discrepancies", "      - file: book/reproducing",
               "      - file: book/bibliography",
-              # the library's source, one page per module (privtrans.book.pipeline.library, git-ignored)
+              # the library's source, one page per package (privtrans.book.pipeline.library, git-ignored)
               "      - file: book/library", "        sections:", "          - glob: book/_library/*"]
     return "\n".join(lines) + "\n"
 

@@ -148,7 +148,7 @@ def build(root: Path, notebooks: list[Notebook]) -> tuple[bool, str]:
     if problem:
         return False, problem
     repository = repository_config(root)
-    library.write_pages(root)  # the appendix: one page per module of lib/privtrans
+    library.write_pages(root)  # the appendix: one page per package of lib/privtrans
     for nb in notebooks:
         path = executed_path(root, nb)
         executed = nbformat.read(path, as_version=4)

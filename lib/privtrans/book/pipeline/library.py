@@ -1,7 +1,12 @@
-"""The book's appendix "The library": one page per module of ``lib/privtrans``, its source with line
-numbers and a list of what it defines, so a reader follows a figure or a verdict to its code without
-leaving the book. Each top-level definition is its own labelled section (``label``), so a claim row
-links to the very readout function that computed its value (``privtrans.book.producers``).
+"""The book's appendix "The library": one page per package of ``lib/privtrans``, each of its modules'
+source with line numbers and a list of what it defines, so a reader follows a figure or a verdict to
+its code without leaving the book. Each module and each top-level definition is its own labelled
+section (``module_label``, ``label``), so a claim row links to the very readout function that
+computed its value (``privtrans.book.producers``).
+
+A page per package rather than per module: every page of a Jupyter Book renders the whole sidebar,
+so the build's cost grows with pages times sidebar entries. With a page per module (177 pages), the
+sidebar took half of the HTML build's 194 CPU-s (cProfile); a page per package is 18 pages.
 
 Why not ``sphinx.ext.autodoc`` + ``viewcode``: autodoc imports every module inside the Sphinx build
 (CrypTen and SPU's worker included) and renders docstrings as reStructuredText, which ours are not
@@ -28,9 +33,15 @@ def module_name(path: Path, lib: Path) -> str:
     return ".".join(parts)
 
 
-def page_doc(module: str) -> str:
-    """The Sphinx doc path of a module's page (for ``{doc}`` links from other pages)."""
-    return f"/{PAGES.as_posix()}/{module}"
+def package_of(module: str, path: Path) -> str:
+    """The package whose page shows ``module``: itself for a package's ``__init__``, else its parent."""
+    return module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+
+
+def module_label(module: str) -> str:
+    """The Sphinx label of a module's section ("lib-mod-privtrans.<chapter>.readouts"), for ``{ref}``
+    links from other pages; "lib-mod-" keeps it apart from every definition's ``label``."""
+    return "lib-mod-" + label(module).removeprefix("lib-")
 
 
 def defines(source: str) -> list[tuple[str, int]]:
@@ -67,32 +78,41 @@ def modules(root: Path) -> list[tuple[str, Path]]:
     return sorted((module_name(p, lib), p) for p in files)
 
 
+def module_section(name: str, path: Path, root: Path) -> list[str]:
+    """A module's section of its package's page: its label, heading, file, definitions and source."""
+    src = path.read_text()
+    rel = path.relative_to(root).as_posix()
+    lines = [f"({module_label(name)})=", f"## `{name}`", "", f"`{rel}`, {len(src.splitlines())} lines."]
+    defs = defines(src)
+    if defs:
+        lines += ["", "Defines: " + ", ".join(f"{{ref}}`{d} <{label(f'{name}.{d}')}>` (line {ln})"
+                                             for d, ln in defs) + "."]
+    for d, first, last in sections(src):
+        if d is not None:
+            lines += ["", f"({label(f'{name}.{d}')})=", f"### `{d}`"]
+        lines += ["", "```{literalinclude} /" + rel, ":language: python", f":lines: {first}-{last}",
+                  ":lineno-match:", "```"]
+    return lines + [""]
+
+
 def write_pages(root: Path) -> list[str]:
-    """Write ``book/_library/<module>.md`` for every module (and remove pages of modules that are
-    gone); returns the module names. The TOC lists the pages by a glob under the appendix page."""
+    """Write ``book/_library/<package>.md`` for every package (and remove pages of packages that are
+    gone); returns the package names. The TOC lists the pages by a glob under the appendix page."""
     out = root / PAGES
     out.mkdir(parents=True, exist_ok=True)
-    names = []
-    for name, path in modules(root):
-        src = path.read_text()
-        rel = path.relative_to(root).as_posix()
-        lines = [f"# `{name}`", "", f"`{rel}`, {len(src.splitlines())} lines."]
-        defs = defines(src)
-        if defs:
-            lines += ["", "Defines: " + ", ".join(f"{{ref}}`{d} <{label(f'{name}.{d}')}>` (line {ln})"
-                                                 for d, ln in defs) + "."]
-        for d, first, last in sections(src):
-            if d is not None:
-                lines += ["", f"({label(f'{name}.{d}')})=", f"## `{d}`"]
-            lines += ["", "```{literalinclude} /" + rel, ":language: python", f":lines: {first}-{last}",
-                      ":lineno-match:", "```"]
-        lines.append("")
-        atomic_write_text(out / f"{name}.md", "\n".join(lines))
-        names.append(name)
+    pages: dict[str, list[tuple[str, Path]]] = {}
+    for name, path in modules(root):  # sorted by name: a package's __init__ comes before its modules
+        pages.setdefault(package_of(name, path), []).append((name, path))
+    for package, members in pages.items():
+        lines = [f"# `{package}`", "", "Modules: " + ", ".join(f"{{ref}}`{name} <{module_label(name)}>`"
+                                                            for name, _ in members) + ".", ""]
+        for name, path in members:
+            lines += module_section(name, path, root)
+        atomic_write_text(out / f"{package}.md", "\n".join(lines))
     for old in out.glob("*.md"):
-        if old.stem not in names:
+        if old.stem not in pages:
             old.unlink()
-    return names
+    return list(pages)
 
 
 def chapter_links(chapter: str, root: Path) -> str:
@@ -100,5 +120,5 @@ def chapter_links(chapter: str, root: Path) -> str:
     mods = [n for n, _ in modules(root) if n == f"privtrans.{chapter}" or n.startswith(f"privtrans.{chapter}.")]
     if not mods:
         return ""
-    links = ", ".join(f"{{doc}}`{m.split('.', 2)[-1] if m.count('.') > 1 else m} <{page_doc(m)}>`" for m in mods)
+    links = ", ".join(f"{{ref}}`{m.split('.', 2)[-1] if m.count('.') > 1 else m} <{module_label(m)}>`" for m in mods)
     return f"\nThe code behind these numbers (the library appendix): {links}.\n"
