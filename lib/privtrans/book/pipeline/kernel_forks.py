@@ -43,7 +43,7 @@ ENV = "PRIVTRANS_KERNEL_FORKS"
 # A smoke build profiled (py-spy, every process): besides these, its kernels spent 48 s importing
 # opacus (the shared DP mechanisms import it), 57 s torch._dynamo (torch.optim's first optimizer, and
 # ``workers`` before it forks), 15 s ipykernel's own modules, and 51 s reading the library's import
-# graph, which every run-cache key reads (``GRAPH``)
+# graph, which every run-cache key reads (``_read_import_graph``)
 PRELOAD = ("numpy", "scipy.stats", "pandas", "matplotlib", "matplotlib.pyplot", "torch", "torch._dynamo",
            "opacus", "ipykernel.kernelapp")
 # what ipykernel sets before its notebook imports matplotlib (kernelapp.init_gui_pylab); matplotlib reads

@@ -5,11 +5,11 @@ package: about 3 s) on one core: some 4 minutes of a 45-notebook book. Most note
 a core idle (a serial tail, an evaluation in the kernel), so ``WarmKernel`` starts the next
 notebook's kernel early at the lowest CPU priority (nice 19: it runs on what the running notebook
 leaves; where both want one core, the scheduler gives it about 1.5 % of it) and imports the modules
-the notebook's code cells import (a kernel forked from a server, ``kernel_forks``, has torch, scipy
-and pandas already: its warm-up loads the chapter's modules). ``take`` gives the kernel back the
-build's own priority and hands its manager to papermill. The warm-up runs silently and outside the notebook's namespace: no name is
-bound, no execution count moves, so the executed notebook is the one a cold kernel gives. A
-notebook's recorded seconds then start from the warm kernel.
+the notebook's code cells import (a kernel forked from a server, ``kernel_forks``, has the heavy
+libraries already: its warm-up loads the chapter's modules). ``take`` gives the kernel back the
+build's own priority and hands its manager to papermill. The warm-up runs silently and outside the
+notebook's namespace: no name is bound, no execution count moves, so the executed notebook is the
+one a cold kernel gives. A notebook's recorded seconds then start from the warm kernel.
 
 Papermill and nbclient take a started kernel manager (``km``) and leave it running, so ``close``
 shuts it down (``end_kernel``, with every process the kernel started: ``book.stopping``). A cold
