@@ -13,8 +13,10 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-# .venv-spu too (1 GB, 7,500 files): a copy's build runs the checkout's SPU environment (pipeline())
-IGNORE = shutil.ignore_patterns(".venv", ".venv-spu", "_build", "_executed", "_generated", ".git", "__pycache__",
+# .venv-spu too (1 GB, 7,500 files): a copy's build runs the checkout's SPU environment (pipeline()).
+# lib/'s __pycache__ is copied (`make env` compiles it): the copy's kernels and MPC parties import lib/
+# from the copy, and Python re-reads a cached file only while its source's mtime (kept by the copy) matches
+IGNORE = shutil.ignore_patterns(".venv", ".venv-spu", "_build", "_executed", "_generated", ".git",
                                 ".pytest_cache", "*.egg-info", ".ipynb_checkpoints")
 
 
