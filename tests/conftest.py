@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from book_beside import BrowserWalk, ColdRerun
+
 # One thread per process: the unit tests share the 2 cores with the smoke book (three notebooks at a
 # time, which inherit this), and idle OpenMP threads spin on the busy cores. Measured on one host
 # (reference_s 0.035): full pytest 1,099 s and 1,600 CPU-s at 2 threads, 765 s and 1,100 CPU-s at 1.
@@ -207,6 +209,9 @@ class SmokeBook:
 
 
 _SMOKE_BOOK = pytest.StashKey[SmokeBook]()
+# the checks that run beside the book's tests (book_beside.py): the session fixtures that start them
+BESIDE = ("browsed", "verified")
+_BESIDE_USED = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: only a run that has book tests builds the book
@@ -217,6 +222,7 @@ def pytest_collection_modifyitems(config, items):
         return
     later = set(reads_book)
     items[:] = [item for item in items if item not in later] + reads_book
+    config.stash[_BESIDE_USED] = [name for name in BESIDE if any(name in item.fixturenames for item in reads_book)]
     # pytest's own temporary root (the last three sessions kept), as tmp_path_factory gives fixtures
     config.stash[_SMOKE_BOOK] = SmokeBook(config._tmp_path_factory.mktemp("book"))
 
@@ -238,3 +244,31 @@ def book(request):
     print(proc.stdout[-6000:], proc.stderr[-6000:])
     assert proc.returncode == 0, f"smoke build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return build.root, proc
+
+
+@pytest.fixture(autouse=True)
+def _beside_the_book(request):
+    """At the first test that reads the book, start the checks that run beside the rest
+    (book_beside.py) and that this session's tests use."""
+    if "book" in request.fixturenames:
+        for name in request.config.stash.get(_BESIDE_USED, ()):
+            request.getfixturevalue(name)
+
+
+@pytest.fixture(scope="session")
+def browsed(book, tmp_path_factory):
+    """The browser's walk of every page of the book, and its screenshots, in a thread of their own
+    (book_beside.BrowserWalk); screenshots go to _build/screenshots/ of the checkout under test."""
+    walk = BrowserWalk(book[0], tmp_path_factory.mktemp("browser"), REPO / "_build" / "screenshots")
+    yield walk
+    walk.close()
+
+
+@pytest.fixture(scope="session")
+def verified(book, tmp_path_factory):
+    """verify's cold re-run of 3 dp_icl notebooks of a copy of the book, one value tampered with
+    (book_beside.ColdRerun), in a process of its own."""
+    _, env = _pipeline_command(book[0])
+    rerun = ColdRerun(book[0], tmp_path_factory.mktemp("verify"), env)
+    yield rerun
+    rerun.close()
