@@ -118,3 +118,27 @@ def test_a_name_built_to_be_imported_is_found(tmp_path):
                                          '    return importlib.import_module(f"privtrans.{chapter}.readouts")\n')
     (tmp_path / "fine.py").write_text('import importlib\nimportlib.import_module("privtrans.book.dry")\n')
     assert _built_imports(tmp_path) == ["session.py:5"]
+
+
+def test_an_import_in_any_nested_body_is_in_the_graph(tmp_path):
+    """The graph's walk visits statements only: imports under a function, a class, a branch, a loop's
+    else, a handler, a finally, a with and a match case are all found. Relative ones, so that only the
+    walk can find them (a name written out in full is found in the text too)."""
+    from privtrans.book.imports import import_graph
+
+    pkg = tmp_path / "privtrans"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text(
+        "from . import top\n"
+        "def f():\n    from . import in_def\n"
+        "class C:\n    from . import in_class\n"
+        "if x:\n    pass\nelse:\n    from . import in_else\n"
+        "for i in y:\n    pass\nelse:\n    from . import in_for_else\n"
+        "try:\n    pass\nexcept E:\n    from . import in_handler\nfinally:\n    from . import in_finally\n"
+        "with c:\n    from . import in_with\n"
+        "match v:\n    case 1:\n        from . import in_case\n"
+        "async def g():\n    while z:\n        from . import in_async_while\n")
+    deps = import_graph(pkg)["privtrans.m"][1]
+    assert {f"privtrans.{n}" for n in ("top", "in_def", "in_class", "in_else", "in_for_else", "in_handler",
+                                       "in_finally", "in_with", "in_case", "in_async_while")} <= deps
