@@ -15,8 +15,10 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -222,7 +224,7 @@ class ColdRerun:
     its time. dp_icl records no wall-clock value under a name the check cannot tell (taft/cost's
     ratios were one)."""
 
-    def __init__(self, root: Path, tmp: Path, env: dict):
+    def __init__(self, root: Path, tmp: Path, env_for):
         from privtrans.book.pipeline import verify
 
         self.root = copy_book(root, tmp / "repo", html=False)
@@ -239,7 +241,7 @@ class ColdRerun:
         self.out = open(tmp / "verify.out", "w+")
         cmd = [sys.executable, "-m", "privtrans.book.pipeline.verify", "--root", str(self.root),
                "--chapter", "dp_icl", "--n", "3"]
-        self.proc = subprocess.Popen(cmd, cwd=self.root, env=dict(env, PRIVTRANS_ROOT=str(self.root)), stdout=self.out, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env_for(self.root), stdout=self.out, stderr=subprocess.STDOUT,
                                      text=True, start_new_session=True)
 
     def result(self, timeout: float = 900) -> tuple[int, str]:
@@ -248,10 +250,19 @@ class ColdRerun:
         return rc, self.out.read()
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=60)
+        end_session(self.proc)
         self.out.close()
+
+
+def end_session(proc: subprocess.Popen, grace_s: float = 60):
+    """SIGTERM to a process started in a session of its own that is still running (it ends what it
+    started: privtrans.book.stopping), then SIGKILL to the whole session after ``grace_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def first_value_leaf(node, path=""):

@@ -1,13 +1,12 @@
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from book_beside import BrowserWalk, ColdRerun
+from book_beside import BrowserWalk, ColdRerun, end_session
 
 # One thread per process: the unit tests share the 2 cores with the smoke book (three notebooks at a
 # time, which inherit this), and idle OpenMP threads spin on the busy cores. Measured on one host
@@ -142,13 +141,19 @@ def claims_file_error(root: Path, text: str, chapter: str = "dp_icl") -> str:
     return str(e.value)
 
 
-def _pipeline_command(root: Path, *args: str) -> tuple[list[str], dict]:
+def _pipeline_env(root: Path) -> dict:
+    """The environment of a pipeline (or verify) process on ``root``: the checkout's SPU environment
+    where ``root`` has none of its own."""
     from privtrans.mpc_attention import spu
 
     env = dict(os.environ, PRIVTRANS_ROOT=str(root))
     if (REPO / ".venv-spu").is_dir() and not (root / ".venv-spu").exists():
         env.setdefault(spu.ENV_VAR, str(REPO / ".venv-spu" / "bin" / "python"))
-    return [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args], env
+    return env
+
+
+def _pipeline_command(root: Path, *args: str) -> tuple[list[str], dict]:
+    return [sys.executable, "-m", "privtrans.book.pipeline", "--root", str(root), *args], _pipeline_env(root)
 
 
 def pipeline(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -198,12 +203,7 @@ class SmokeBook:
     def stop(self):
         """SIGTERM to a build still running (pytest stopped early): the pipeline ends its kernels and
         their workers (privtrans.book.stopping), then exits."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+        end_session(self.proc)
         self.out.close()
         self.err.close()
 
@@ -268,7 +268,6 @@ def browsed(book, tmp_path_factory):
 def verified(book, tmp_path_factory):
     """verify's cold re-run of 3 dp_icl notebooks of a copy of the book, one value tampered with
     (book_beside.ColdRerun), in a process of its own."""
-    _, env = _pipeline_command(book[0])
-    rerun = ColdRerun(book[0], tmp_path_factory.mktemp("verify"), env)
+    rerun = ColdRerun(book[0], tmp_path_factory.mktemp("verify"), _pipeline_env)
     yield rerun
     rerun.close()
