@@ -31,13 +31,18 @@ SPU_STAMP := $(SPU_VENV)/.installed
 # one file after another (95 of the lock's 149 s here); compileall does the same files on every core,
 # skipping, as pip does, a file that is not Python 3.11 (a template shipped for another Python). It
 # leaves out the packages' own test folders, which the book never imports (48 s -> 40 s here), and
-# adds lib/, which every kernel and MPC party imports (Python recompiles a file edited since)
+# adds lib/, which every kernel and MPC party imports (Python recompiles a file edited since).
+# rfc3987-syntax (jsonschema[format-nongpl], which jupyter-events asks for) builds ~35 Lark parsers
+# when jsonschema is imported: 2 of the 2.2 CPU-s of `import nbformat`, in every pipeline, verify
+# and jupyter-book process. It only checks the "iri" formats, which no notebook or Jupyter schema
+# uses, and jsonschema skips them when it is absent: make test went from 602 s to 518 s (one host)
 $(STAMP): requirements.lock requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -r requirements.lock
 	$(PY) -m pip install --quiet --no-compile --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
 	$(PY) -c 'import compileall, re, sysconfig; [compileall.compile_dir(d, quiet=2, workers=0, rx=re.compile(r"[/\\]tests?[/\\]")) for d in (sysconfig.get_path("purelib"), "lib")]'
 	touch $@
 
