@@ -230,9 +230,10 @@ class ColdRerun:
         self.root = copy_book(root, tmp / "repo", html=False)
         summary = json.loads((self.root / "_build" / "summary.json").read_text())
         self.chosen = [x.split("/")[1] for x in verify.choose(self.root, "dp_icl", [], 3, 0)]
-        seconds = {r["notebook"].split("_", 1)[1]: r["seconds"] for r in summary["notebooks"] if r["chapter"] == "dp_icl"}
-        assert len(self.chosen) == 3 and set(self.chosen) <= set(seconds), (self.chosen, seconds)
-        self.fastest = min(self.chosen, key=seconds.get)
+        rows = {r["notebook"].split("_", 1)[1]: r for r in summary["notebooks"] if r["chapter"] == "dp_icl"}
+        assert len(self.chosen) == 3 and set(self.chosen) <= set(rows), (self.chosen, rows)
+        self.fastest = min(self.chosen, key=lambda n: rows[n]["seconds"])
+        self.fastest_stem = rows[self.fastest]["notebook"]  # NN_name, its source's file name
         f = self.root / "book" / "_generated" / "dp_icl" / self.fastest / "results.json"
         tampered = json.loads(f.read_text())
         head, last, self.changed = first_value_leaf(tampered["values"])
