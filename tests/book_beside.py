@@ -114,8 +114,9 @@ def _network(entries, origin):
 class BrowserWalk:
     """Headless chromium (Debian's, driven through Debian's chromedriver: nothing is downloaded)
     loads every page of a copy of the HTML, served over http://127.0.0.1 (file:// would hide failed
-    requests), in a thread of its own; then it takes the screenshots. ``missing`` names an absent
-    browser (nothing is started); ``walk`` and ``screenshots`` are the two results."""
+    requests), in a thread of its own; then it takes the screenshots. The copy is served from the
+    start; ``start`` starts the browser. ``missing`` names an absent browser (nothing is started);
+    ``walk`` and ``screenshots`` are the two results (None before ``start``)."""
 
     def __init__(self, root: Path, tmp: Path, shots: Path):
         self.missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).is_file()]
@@ -129,8 +130,15 @@ class BrowserWalk:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.origin = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="browser")  # one thread drives the browser
-        self.walk: Future | None = None if self.missing else self._pool.submit(self._walk)
-        self.screenshots: Future | None = None if self.missing else self._pool.submit(self._screenshots)
+        self.walk: Future | None = None
+        self.screenshots: Future | None = None
+
+    def start(self) -> "BrowserWalk":
+        """The page walk, then the screenshots, in the browser's thread (nothing where ``missing``)."""
+        if not self.missing and self.walk is None:
+            self.walk = self._pool.submit(self._walk)
+            self.screenshots = self._pool.submit(self._screenshots)
+        return self
 
     def _start(self):
         from selenium import webdriver

@@ -256,12 +256,19 @@ def _beside_the_book(request):
 
 
 @pytest.fixture(scope="session")
-def browsed(book, tmp_path_factory):
-    """The browser's walk of every page of the book, and its screenshots, in a thread of their own
-    (book_beside.BrowserWalk); screenshots go to _build/screenshots/ of the checkout under test."""
+def served_book(book, tmp_path_factory):
+    """A copy of the book's HTML, served over http://127.0.0.1, that the browser will load
+    (book_beside.BrowserWalk); the internal-link test reads the copy, with no browser."""
     walk = BrowserWalk(book[0], tmp_path_factory.mktemp("browser"), REPO / "_build" / "screenshots")
     yield walk
     walk.close()
+
+
+@pytest.fixture(scope="session")
+def browsed(served_book):
+    """The browser's walk of every page of the served copy, and its screenshots, started in a thread
+    of their own; screenshots go to _build/screenshots/ of the checkout under test."""
+    return served_book.start()
 
 
 @pytest.fixture(scope="session")

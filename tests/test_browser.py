@@ -7,7 +7,8 @@ build. Screenshots of the landing page and of each chapter's page go to _build/s
 checkout under test.
 
 The browser works on a copy of the HTML in a thread of its own, beside the book's other tests
-(``browsed`` in conftest.py, book_beside.BrowserWalk); these tests read what it found.
+(``browsed`` in conftest.py, book_beside.BrowserWalk); these tests read what it found. The link
+test reads the copy only (``served_book``): run alone, it starts no browser.
 
 No browser: a skip saying how to install one, except in CI (CI=true), where it is a failure."""
 
@@ -65,8 +66,8 @@ def test_every_page_loads_clean_in_a_real_browser(browsed):
     assert math_pages > 0 and image_count > 0  # the checks above actually saw math and images
 
 
-def test_every_internal_link_resolves(browsed):
-    html = browsed.html
+def test_every_internal_link_resolves(served_book):
+    html = served_book.html
     broken = []
     for rel in pages(html):
         page = html / rel
