@@ -40,7 +40,7 @@ def test_the_first_value_leaf_is_found_under_keys_with_dots():
 @pytest.mark.book
 def test_a_cold_rerun_of_a_cached_notebook_records_the_same_values(verified, capsys):
     # `make verify CH=dp_icl` on a copy of the book, one value of its fastest notebook tampered with,
-    # ran beside the book's other tests (conftest's ``verified``, book_beside.ColdRerun): that value is
+    # run beside the book's other tests (conftest's ``verified``, book_beside.ColdRerun): that value is
     # named, every other value of every notebook equals the cached build's
     rc, out = verified.result()
     root, chapter, name = verified.root, verified.chosen, verified.fastest
