@@ -89,7 +89,8 @@ def test_zero_resolution_leaves_the_interval_bit_for_bit():
     assert (tie.lo, tie.hi, tie.held) == (0.0, 0.0, False)   # exact ties of continuous readings: as before
     assert paired_difference([0.5, None], [0.4, 0.3]).as_dict() == {
         "mean": 0.09999999999999998, "lo": None, "hi": None, "n": 1, "confidence": 0.95, "margin": 0.0, "held": None,
-        "reason": "one seed of 2: no interval, not judged", "resolution": 0.0, "planned": 2}
+        "reason": "one seed of 2: no interval, not judged", "resolution": 0.0, "planned": 2,
+        "diffs": (0.09999999999999998, None)}
 
 
 def test_a_one_step_effect_at_every_seed_still_holds():

@@ -38,6 +38,7 @@ class Paired:
     reason: str
     resolution: float = 0.0  # step q of the quantised readings (0: continuous); widens the interval
     planned: int = 0  # seeds planned (N); n < planned when a run failed: the verdict counts it (verdicts.lost)
+    diffs: tuple = ()  # a[i] - b[i] per planned seed, None where one was lost: what the trials resample
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -84,22 +85,23 @@ def paired_difference(a, b, *, margin: float = 0.0, confidence: float = 0.95, re
     a, b = _floats(a, "a"), _floats(b, "b")
     if len(a) != len(b):
         raise ValueError(f"a and b must hold one value per seed each, got {len(a)} and {len(b)} values")
-    d = [x - y for x, y in zip(a, b) if x is not None and y is not None]
+    per_seed = tuple(None if x is None or y is None else x - y for x, y in zip(a, b))
+    d = [x for x in per_seed if x is not None]
     n, planned = len(d), len(a)
     of = f" of {planned}" if n < planned else ""
     if n == 0:
-        return Paired(None, None, None, 0, confidence, margin, None, f"no seed of {planned} has both values", q, planned)
+        return Paired(None, None, None, 0, confidence, margin, None, f"no seed of {planned} has both values", q, planned, per_seed)
     mean = sum(d) / n
     if n < 2:
         return Paired(mean, None, None, n, confidence, margin, None,
-                      f"one seed{of}: no interval, not judged", q, planned)
+                      f"one seed{of}: no interval, not judged", q, planned, per_seed)
     _, lo, hi = (float(x) for x in t_interval(np.asarray(d, float), confidence, q))
     held = bool(lo > margin)
     pct = f"{confidence:.0%}"
     quantised = f" (readings quantised in steps of {q:.4g}: q/√12 each, in the interval)" if q > 0 else ""
     reason = (f"mean difference {mean:+.4g}, {pct} t interval [{lo:+.4g}, {hi:+.4g}] over {n}{of} pairs{quantised} "
               f"{'clears' if held else 'does not clear'} the margin {margin:+.4g}")
-    return Paired(mean, lo, hi, n, confidence, margin, held, reason, q, planned)
+    return Paired(mean, lo, hi, n, confidence, margin, held, reason, q, planned, per_seed)
 
 
 def t_interval(d, confidence: float = 0.95, resolution: float = 0.0):

@@ -9,6 +9,10 @@ notebook itself, or recorded under another name, gets no producer: no link rathe
 
 Why at run time and not by reading the source: the same key names ("epsilons", "cells") are returned
 by several readouts of a chapter, so only the call that was made can tell which one it was.
+
+The call's arguments are remembered too (:func:`calls_of`): the records a readout read (per-seed
+runs, curves, maps) are what the whole-path controls (:mod:`privtrans.book.controls`) generate again
+with a known truth, and put through that very readout.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import functools
 import inspect
 from types import ModuleType
 
-_RETURNED: list[tuple[str, dict]] = []  # (module.function, the dict it returned), oldest first
+_RETURNED: list[tuple[str, dict, tuple, dict]] = []  # (module.function, the dict it returned, args, kwargs)
 _WATCHED = "__privtrans_watched__"
 
 
@@ -52,7 +56,7 @@ def _remembering(fn, qualname: str):
     def wrapper(*args, **kwargs):
         out = fn(*args, **kwargs)
         if isinstance(out, dict):
-            _RETURNED.append((qualname, out))
+            _RETURNED.append((qualname, out, args, kwargs))
         return out
 
     return wrapper
@@ -60,11 +64,17 @@ def _remembering(fn, qualname: str):
 
 def producers_of(values: dict) -> dict[str, str]:
     """{key: "module.function"} for the keys of ``values`` a watched function returned, as that object."""
+    return {key: call[0] for key, call in calls_of(values).items()}
+
+
+def calls_of(values: dict) -> dict[str, tuple[str, tuple, dict]]:
+    """{key: (module.function, args, kwargs)}: the watched call that returned each value of ``values``
+    as that object (the latest such call), with the arguments it was given."""
     out = {}
     for key, v in values.items():
-        for qualname, returned in reversed(_RETURNED):
+        for qualname, returned, args, kwargs in reversed(_RETURNED):
             if key in returned and returned[key] is v:
-                out[key] = qualname
+                out[key] = (qualname, args, kwargs)
                 break
     return out
 

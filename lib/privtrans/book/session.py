@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import pickle
 import platform
 import random
 import time
@@ -29,6 +30,9 @@ from privtrans import __version__
 
 from . import chapters, dry, producers, profiles
 from .paths import generated_dir, repo_root
+from .runcache import atomic_write
+
+INPUTS = "inputs.pkl"  # beside results.json: the readout calls' arguments (:func:`load_inputs`)
 
 
 def _jsonable(v):
@@ -92,6 +96,7 @@ class Session:
     outdir: Path
     values: dict = field(default_factory=dict)
     made_by: dict = field(default_factory=dict)  # {key: the readout function that computed it}
+    inputs: list = field(default_factory=list)  # the readout calls behind the recorded keys (inputs.pkl)
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -103,8 +108,26 @@ class Session:
     def record(self, **values):
         """Headline numbers of this notebook; the chapter's claims read them by name."""
         self.values.update(_jsonable(values))
-        self.made_by.update(producers.producers_of(values))
+        calls = producers.calls_of(values)
+        self.made_by.update({k: call[0] for k, call in calls.items()})
+        self._keep_inputs(calls)
         return values if len(values) != 1 else next(iter(values.values()))
+
+    def _keep_inputs(self, calls: dict) -> None:
+        """Pickle each readout call's arguments now (a later cell may change a frame it was given),
+        once per call, with the recorded keys it produced: what the whole-path controls
+        (:mod:`privtrans.book.controls`) generate again and put through the same readout."""
+        by_call = {}
+        for key, (fn, args, kwargs) in calls.items():
+            by_call.setdefault((fn, id(args), id(kwargs)), (fn, args, kwargs, []))[3].append(key)
+        for fn, args, kwargs, keys in by_call.values():
+            kept = {"function": fn, "keys": keys}
+            try:
+                kept["call"] = pickle.dumps((args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as e:  # noqa: BLE001 - said where the controls would read it
+                kept["error"] = f"its arguments cannot be kept: {type(e).__name__}: {e}"
+            self.inputs = [c for c in self.inputs if not set(c["keys"]) & set(keys)] + [kept]
+
 
     def figure(self, fig, name: str):
         """Save a matplotlib figure as PNG and SVG under book/_generated/<chapter>/<notebook>/."""
@@ -137,6 +160,8 @@ class Session:
         if dry.active():
             out["dry"] = dry.report(wall)
         self.outdir.mkdir(parents=True, exist_ok=True)
+        kept = pickle.dumps({"calls": self.inputs}, protocol=pickle.HIGHEST_PROTOCOL)
+        atomic_write(self.outdir / INPUTS, lambda f: f.write(kept))
         (self.outdir / "results.json").write_text(json.dumps(out, indent=1))
         return out
 
@@ -155,6 +180,15 @@ def start(chapter: str, notebook: str, profile, seed, experiment: str | None = N
     producers.watch(importlib.import_module(declared.module(declared.readouts)))
     outdir = generated_dir(chapter, repo_root()) / notebook
     return Session(chapter, notebook, profile, seed, cfg, rng, outdir)
+
+
+def load_inputs(chapter: str, notebook: str, root: Path | None = None) -> list[dict]:
+    """The readout calls a notebook's recorded values came from: [{function, keys, call (pickled
+    (args, kwargs)) or error}]; [] where the notebook kept none (it ran before they were kept)."""
+    f = generated_dir(chapter, root) / notebook / INPUTS
+    if not f.is_file():
+        return []
+    return pickle.loads(f.read_bytes())["calls"]
 
 
 def load_results(chapter: str, root: Path | None = None) -> dict[str, dict]:
