@@ -50,7 +50,7 @@ def test_fig4_theorem_region_contradicted_when_noisyhead_is_not_below_or_ridge_f
     worse = theorem_values(theorem_runs(lambda a: 1e-4, dp=2e-4))
     v = verdicts({"fig4_robustness": {**fig4_base(), **worse}})
     assert v["fig4_theorem_noisyhead_beats_ridge"]["verdict"] == "contradicted"
-    assert v["fig4_theorem_ridge_grows"]["verdict"] == "contradicted"       # flat: a tie never holds
+    assert v["fig4_theorem_ridge_grows"]["verdict"] == "not judged"         # flat: a tie decides nothing
     with pytest.raises(ValueError, match="alpha = 160"):
         df = theorem_runs(lambda a: 1e-4)
         theorem_values(df[df.alpha != 160])

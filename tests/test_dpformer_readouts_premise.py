@@ -93,7 +93,8 @@ def test_premise_gain_size_held_contradicted_inconclusive():
 def test_premise_tie_and_noisy_difference_do_not_hold():
     tie = premise_values(premise_runs(diff=((0.0,) * 3,) * 3))
     assert tie["dpformer_beats_vanilla_all"] is False and tie["dpformer_vs_vanilla"][0]["mean"] == 0
-    assert verdicts({"premise_table": tie})["premise_dpformer_beats_vanilla"]["verdict"] == "contradicted"
+    row = verdicts({"premise_table": tie})["premise_dpformer_beats_vanilla"]
+    assert row["verdict"] == "not judged" and "a tie" in row["reason"]  # never held, never evidence
     noisy = premise_values(premise_runs(diff=((0.03, 0.032, 0.029), (0.02, -0.015, 0.01), (0.01, 0.011, 0.009))))
     p = noisy["dpformer_vs_vanilla"][1]
     assert p["mean"] > 0 and p["lo"] < 0 < p["hi"] and p["held"] is False
@@ -101,7 +102,7 @@ def test_premise_tie_and_noisy_difference_do_not_hold():
     # equal tail attention of vanilla and DPFormer (read without its correction) at one ε: a tie
     same = premise_values(attention=premise_attention(raw=(0.095, 0.08, 0.055)))
     assert same["dpformer_lowers_tail_attention_all"] is False
-    assert verdicts({"premise_table": same})["premise_reattention_lowers_tail_attention"]["verdict"] == "contradicted"
+    assert verdicts({"premise_table": same})["premise_reattention_lowers_tail_attention"]["verdict"] == "not judged"
     # DPFormer below vanilla only through its correction (on: 0.01 below; off: 0.01 above): contradicted
     offset_only = premise_values(attention=premise_attention(raw=(0.11, 0.09, 0.07)))
     assert offset_only["dpformer_lowers_tail_attention_with_offset"][0]["held"] is True
@@ -171,8 +172,8 @@ def test_premise_sharing_grid_by_hand_and_claims():
     tie = premise.premise_sharing_grid(premise_sharing((0.0, 0.0, 0.0)), premise_grid((0.0, 0.0, 0.0)),
                                         premise_refs(), 3)
     vt = verdicts({"premise_sharing_grid": tie})
-    assert vt["premise_fig2_sharing_beats_untied"]["verdict"] == "contradicted"
-    assert vt["premise_fig7_dpformer_wins_diagonal"]["verdict"] == "contradicted"
+    assert vt["premise_fig2_sharing_beats_untied"]["verdict"] == "not judged"  # exact ties: cannot tell
+    assert vt["premise_fig7_dpformer_wins_diagonal"]["verdict"] == "not judged"
     noisy = premise.premise_sharing_grid(premise_sharing((0.03, -0.02, 0.01)), premise_grid((0.02, -0.015, 0.01)),
                                           premise_refs(), 3)
     assert noisy["tied_vs_untied"][0]["held"] is False and noisy["dpformer_beats_vanilla_diag"] is False

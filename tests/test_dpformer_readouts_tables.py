@@ -104,11 +104,11 @@ def test_orderings_need_paired_seeds_to_clear_zero():
     row = verdicts({"table1_movielens": out})["table1_dpformer_ge_vanilla"]
     assert row["verdict"] == "inconclusive" and row["held"] is False
     assert "paired seeds would resolve" in row["reason"]
-    # an exact tie never holds: the interval [0, 0] lies at the margin, which excludes "beats"
+    # an exact tie never holds, and decides nothing: [0, 0] on the margin is a measure that cannot tell
     tie = tables.table1_movielens(table_runs({**NDCG, "dpformer": NDCG["transformer"]}), table_curves(),
                                     refs(False), EPS, n_test_users=N_USERS)
     assert tie["dpformer_beats_vanilla_all"] is False
-    assert verdicts({"table1_movielens": tie})["table1_dpformer_ge_vanilla"]["verdict"] == "contradicted"
+    assert verdicts({"table1_movielens": tie})["table1_dpformer_ge_vanilla"]["verdict"] == "not judged"
     # one seed: no interval, not judged
     one = tables.table1_movielens(table_runs(seeds=(0,)), table_curves(seeds=(0,)), refs(False), EPS,
                                     n_test_users=N_USERS)
@@ -285,12 +285,12 @@ def test_table2_grid_diagonal_by_hand():
 
 
 def test_fig7_tie_noise_and_one_seed():
-    # a tie on one diagonal cell never holds
+    # a tie on one diagonal cell never holds, and decides nothing
     tie = {**FIG7_GRID, (512, 0.02): {"transformer": 0.030, "dpformer": 0.030}}
     out = tables.table2_amazon_like(table_runs(), table_curves(), refs(), EPS, grid_runs(tie, seeds=(0, 1)),
                                       n_test_users=N_USERS)
     assert out["diag_paired"][1]["held"] is False
-    assert verdicts({"table2_amazon_like": out})["fig7_dpformer_wins_diagonal"]["verdict"] == "contradicted"
+    assert verdicts({"table2_amazon_like": out})["fig7_dpformer_wins_diagonal"]["verdict"] == "not judged"
     # a noisy difference: ahead on one seed, behind on the other
     g = grid_runs(FIG7_GRID, seeds=(0, 1))
     g.loc[(g.method == "dpformer") & (g.batch_size == 512) & (g.lr == 0.02), "ndcg@10"] = [0.055, 0.020]
@@ -315,7 +315,8 @@ def test_grid_hole_raises_never_counts_as_a_loss():
 def test_null_tables_1_2_figures_6_7():
     table1 = tables.table1_movielens(null_table_runs(1), null_curves(2), refs(False), EPS, n_test_users=N_USERS)
     assert table1["other_dp_vs_most_popular"]["held"] is True and table1["other_dp_curve_rises"]["held"] is True
-    assert table1["dpformer_stabler"]["n"] == 2 * len(NULL_SEEDS)
+    # every run planned; a flat noisy run that never reaches 90 % of the pair's best counts as failed
+    assert table1["dpformer_stabler"]["planned"] == 2 * len(NULL_SEEDS) and table1["dpformer_stabler"]["n"] >= 2
     not_held(verdicts({"table1_movielens": table1}),
              ("table1_vanilla_beats_untied", "table1_dpformer_ge_vanilla", "table1_vanilla_beats_rnns",
               "fig6_reattention_stabler", "table1_dpformer_ge_vanilla_hit", "fig6_dpformer_converges_faster",

@@ -65,14 +65,25 @@ def test_the_reason_is_built_from_the_interval():
     verdict, reason = verdicts.judge_intervals(wide, 0.0)
     assert f"{wide['mean']:+.3g} [{wide['lo']:+.3g}, {wide['hi']:+.3g}]" in reason and "n = 3" in reason
     assert "contains the margin 0" in reason
-    n = verdicts.seeds_needed(verdicts.sd_of(wide), wide["mean"])
+    n = verdicts.joint_seeds([wide["mean"] / verdicts.sd_of(wide)], verdicts.ALPHA)
     assert f"about {n} paired seeds would resolve the observed difference ({wide['mean']:+.3g} beyond" in reason
+    # the paper's difference inside the interval: neither shown nor excluded, never "well short"
+    _, inside = verdicts.judge_intervals(wide, 0.0, effect=3.0)
+    assert "lies inside the interval" in inside and "well short" not in inside
     _, with_paper = verdicts.judge_intervals(wide, 0.0, effect=0.5)
     assert "would resolve the paper's difference (+0.5 beyond the margin)" in with_paper
     _, short = verdicts.judge_intervals(wide, 0.0, effect=50.0)  # three seeds would have resolved the paper's size
     assert "more seeds are not what is missing" in short and "well short of the paper's" in short
     _, against = verdicts.judge_intervals(iv([1, 2, 3], [1.5, 2.2, 3.4]), 0.0)
     assert "points against the paper" in against
+
+
+def test_seeds_needed_is_for_every_open_cell_at_once():
+    """Two open cells at the same effect need more seeds together than either alone."""
+    one = verdicts.joint_seeds([0.8], verdicts.ALPHA)
+    two = verdicts.joint_seeds([0.8, 0.8], verdicts.ALPHA)
+    assert two > one and verdicts._power(0.8, two, verdicts.ALPHA) ** 2 >= verdicts.POWER
+    assert verdicts._power(0.8, two - 1, verdicts.ALPHA) ** 2 < verdicts.POWER
 
 
 def test_sd_is_recovered_from_the_interval():
@@ -123,5 +134,84 @@ def test_identical_quantised_readings_are_inconclusive_and_the_reason_names_the_
     tie = paired_difference([4, 4, 6, 2, 4, 6], [4, 4, 6, 2, 4, 6], resolution=2).as_dict()
     verdict, reason = verdicts.judge_intervals(tie, 0.0)
     assert verdict == verdicts.INCONCLUSIVE and "readings in steps of 2" in reason and "n = 6" in reason
-    exact = paired_difference([4, 4, 6], [4, 4, 6]).as_dict()  # a continuous measure: [0, 0] excludes it
-    assert verdicts.judge_intervals(exact, 0.0)[0] == verdicts.CONTRADICTED and "steps of" not in verdicts.judge_intervals(exact, 0.0)[1]
+    # a continuous measure exactly at the margin at every seed (every fall-back share 0): [0, 0] is a tie,
+    # which the measure gives when it cannot tell, never a contradiction (nor a hold, at a margin below it)
+    exact = paired_difference([4, 4, 6], [4, 4, 6]).as_dict()
+    verdict, reason = verdicts.judge_intervals(exact, 0.0)
+    assert verdict == verdicts.NOT_JUDGED and "a tie" in reason and "steps of" not in reason
+    assert verdicts.judge_intervals(exact, -0.1)[0] == verdicts.HELD  # a margin below the tie: cleared
+    assert verdicts.judge_intervals({"a": exact, "b": paired_difference([1, 1.01, 0.99], [0, 0, 0]).as_dict()}, 0.0)[0] == \
+        verdicts.NOT_JUDGED  # the tie could decide the family either way
+
+
+# ---------------------------------------------------------------------------------- against statsmodels
+def _cells(rng, m, n=6, shift=0.0):
+    diffs = [rng.normal(shift + rng.normal(0, 0.6), 1.0, n) for _ in range(m)]
+    return diffs, {f"c{i}": paired_difference(list(d), [0.0] * n).as_dict() for i, d in enumerate(diffs)}
+
+
+def _p_above(d, margin=0.0):
+    """One-sided p of 'mean > margin' (small: the data say above) and of 'mean < margin'."""
+    from scipy import stats
+
+    t = (np.mean(d) - margin) / (np.std(d, ddof=1) / np.sqrt(len(d)))
+    return float(stats.t.sf(t, len(d) - 1)), float(stats.t.cdf(t, len(d) - 1))
+
+
+def test_the_interval_is_statsmodels_tconfint_mean():
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 5, 10):
+        d = rng.normal(0.3, 1.0, n)
+        p = paired_difference(list(d), [0.0] * n)
+        lo, hi = DescrStatsW(d).tconfint_mean(alpha=0.05)
+        assert p.lo == pytest.approx(lo, rel=1e-12) and p.hi == pytest.approx(hi, rel=1e-12)
+
+
+def test_a_size_band_is_statsmodels_tost():
+    """Held inside a band exactly when statsmodels' paired TOST rejects both sides at 2.5 %."""
+    from statsmodels.stats.weightstats import ttost_paired
+
+    rng = np.random.default_rng(1)
+    agree = 0
+    for _ in range(300):
+        n = int(rng.integers(3, 9))
+        b = rng.normal(1.0, 0.1, n)
+        a = b + rng.normal(rng.uniform(-0.3, 0.3), 0.1, n)
+        held = verdicts.judge_intervals(paired_difference(list(a), list(b)).as_dict(), band=(-0.2, 0.2))[0] == \
+            verdicts.HELD
+        p, _, _ = ttost_paired(a, b, -0.2, 0.2)
+        agree += held == (p < verdicts.ALPHA)
+    assert agree == 300
+
+
+@pytest.mark.parametrize("need", ["all", "any", 2, "all but 1"])
+def test_the_family_levels_are_the_bonferroni_partial_conjunction(need):
+    """Held when the k-th smallest one-sided p (mean above the margin) times m − k + 1 is at most
+    2.5 %; contradicted when the (m − k + 1)-th smallest p of the other side times k is (statsmodels'
+    Bonferroni, ``multipletests``, on the tightest m − k + 1 or k cells)."""
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(2)
+    m = 4
+    for trial in range(200):
+        diffs, cells = _cells(rng, m, shift=rng.normal(0, 1))
+        k = verdicts.required(need, m)
+        verdict = verdicts.family_verdict(cells, 0.0, need)[0]
+        up, down = zip(*(_p_above(d) for d in diffs))
+        # the k-th most significant "above": Bonferroni over the m − k + 1 cells it could be among
+        held = multipletests(sorted(up)[k - 1:], alpha=verdicts.ALPHA, method="bonferroni")[0][0]
+        contra = multipletests(sorted(down)[m - k:], alpha=verdicts.ALPHA, method="bonferroni")[0][0] \
+            if k > 0 else False
+        expect = verdicts.HELD if held else verdicts.CONTRADICTED if contra else verdicts.INCONCLUSIVE
+        assert verdict == expect, (trial, need, up, down)
+
+
+def test_few_seeds_over_many_cells_say_they_can_hardly_contradict():
+    """Six cells at n = 3: a cell is contradicted at 2.5 %/6 only 6.3 paired sd below the margin."""
+    six = {f"c{i}": paired_difference([0.1, -0.2, 0.3], [0, 0, 0]).as_dict() for i in range(6)}
+    _, reason = verdicts.judge_intervals(six, 0.0)
+    assert "contradicted only when its mean lies 6.3 paired sd" in reason
+    one = paired_difference([0.1, -0.2, 0.3, 0.0, 0.1, -0.1, 0.2, 0.05], [0] * 8).as_dict()
+    assert "can hardly contradict" not in verdicts.judge_intervals(one, 0.0)[1]  # eight seeds, one cell: 0.8 sd

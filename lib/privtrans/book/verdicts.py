@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
+import numpy as np
 from scipy import stats
 
 HELD, CONTRADICTED, INCONCLUSIVE, NOT_JUDGED = "held", "contradicted", "inconclusive", "not judged"
@@ -166,6 +167,13 @@ def _t(p: float, df: int) -> float:
     return float(stats.t.ppf(p, df))
 
 
+def _scale(n, conf, alpha):
+    """The recorded interval's half widths rescaled from its quantile to the one-sided 1 − alpha."""
+    n = np.asarray(n, float)
+    df = np.maximum(n - 1, 1)
+    return stats.t.ppf(1 - alpha, df) / stats.t.ppf(0.5 + np.asarray(conf, float) / 2, df)
+
+
 def bounds(cell: Mapping, alpha: float) -> tuple[float, float]:
     """(lower, upper) one-sided bounds of a recorded cell at level ``alpha`` each: the recorded
     interval's two half widths (a t interval at its ``confidence``, n − 1 degrees of freedom)
@@ -186,23 +194,74 @@ def lost(cell: Mapping) -> int:
     return max(0, int(cell.get("planned") or cell.get("n") or 0) - int(cell.get("n") or 0))
 
 
-def cell_verdict(cell: Mapping, margin: float | None = None, a_held: float = ALPHA, a_contra: float = ALPHA,
-                 band: Sequence[float] | None = None, lost_seeds: str = "count") -> str:
-    """One cell's verdict: held when its lower bound at ``a_held`` clears the margin (or both bounds
-    lie inside the band), contradicted when its upper bound at ``a_contra`` is at or below the margin
-    (or the band lies wholly outside its bounds). ``lost_seeds='count'``: a cell that lost a seed is
-    not held on the seeds that survived (a diverged run is a failed run)."""
-    if not _has_interval(cell):
-        return NOT_JUDGED
-    lo_h, hi_h = bounds(cell, a_held)
-    lo_c, hi_c = bounds(cell, a_contra)
+#: a cell's verdict as a code, so that the trials judge thousands of generated cells at once with the
+#: very rule a build applies to one (:func:`cell_codes`)
+CODES = (HELD, CONTRADICTED, INCONCLUSIVE, NOT_JUDGED)
+_H, _C, _I, _N = range(4)
+
+
+def cell_codes(mean, lo, hi, n, planned, margin: float | None = None, a_held: float = ALPHA,
+               a_contra: float = ALPHA, band: Sequence[float] | None = None, lost_seeds: str = "count",
+               confidence=0.95):
+    """The cell rule on arrays (any shape, broadcast): held when the lower bound at ``a_held`` clears
+    the margin (both bounds lie inside the band), contradicted when the upper bound at ``a_contra`` is
+    at or below it (the band lies wholly outside the bounds, each side at ``a_contra / 2``); not judged without an interval (n < 2)
+    or on a **tie**: every paired seed exactly at the margin (a band's edge), an interval of width 0
+    there, which a measure that cannot tell gives (every curve rising, so every fall-back share 0),
+    never evidence either way. ``lost_seeds='count'``: a cell that lost a seed is not held on the
+    seeds that survived. Codes index :data:`CODES`."""
+    mean, lo, hi = (np.asarray(x, float) for x in (mean, lo, hi))
+    n = np.asarray(n, float)
+    ok = (n >= 2) & np.isfinite(lo) & np.isfinite(hi) & np.isfinite(mean)
+    # a size (band) is contradicted on either side of it: each side at half the level, so that a true
+    # size on one edge is not excluded by an interval that also reaches past the other one
+    a_side = a_contra if band is None else a_contra / 2
+    s_h, s_c = _scale(np.where(ok, n, 2), confidence, a_held), _scale(np.where(ok, n, 2), confidence, a_side)
+    lo_h, hi_h = mean - (mean - lo) * s_h, mean + (hi - mean) * s_h
+    lo_c, hi_c = mean - (mean - lo) * s_c, mean + (hi - mean) * s_c
+    edges = [margin] if band is None else list(band)
+    tie = _same(lo, hi) & np.any([_same(mean, e) for e in edges], axis=0)
     if band is not None:
-        held, contra = band[0] < lo_h and hi_h < band[1], hi_c < band[0] or lo_c > band[1]
+        held, contra = (band[0] < lo_h) & (hi_h < band[1]), (hi_c < band[0]) | (lo_c > band[1])
     else:
         held, contra = lo_h > margin, hi_c <= margin
-    if held:
-        return INCONCLUSIVE if lost_seeds == "count" and lost(cell) else HELD
-    return CONTRADICTED if contra else INCONCLUSIVE
+    if lost_seeds == "count":
+        held = held & (np.asarray(planned, float) <= n)
+    out = np.where(held, _H, np.where(contra, _C, _I))
+    return np.where(ok & ~tie, out, _N)
+
+
+def cell_verdict(cell: Mapping, margin: float | None = None, a_held: float = ALPHA, a_contra: float = ALPHA,
+                 band: Sequence[float] | None = None, lost_seeds: str = "count") -> str:
+    """One cell's verdict (:func:`cell_codes`, the one rule)."""
+    if not _has_interval(cell):
+        return NOT_JUDGED
+    code = cell_codes(cell["mean"], cell["lo"], cell["hi"], cell["n"], cell.get("planned") or cell["n"], margin,
+                      a_held, a_contra, band, lost_seeds, cell.get("confidence") or 0.95)
+    return CODES[int(code)]
+
+
+def family_codes(codes, k: int):
+    """The family's verdict codes from its cells' codes (last axis: the cells): held when at least k
+    cells are held, contradicted when more than n − k are contradicted, not judged when the cells
+    without an interval could still decide it, inconclusive otherwise."""
+    codes = np.asarray(codes)
+    total = codes.shape[-1]
+    h, c, u = ((codes == x).sum(axis=-1) for x in (_H, _C, _N))
+    undecided = (u > 0) & (h + u >= k) & (c + u > total - k)
+    return np.where(h >= k, _H, np.where(c > total - k, _C, np.where(undecided, _N, _I)))
+
+
+def _same(a, b):
+    """Equal but for floating-point rounding (a mean of exact ties can come out at 1e-17)."""
+    return np.isclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def is_tie(cell: Mapping, margin: float | None, band: Sequence[float] | None = None) -> bool:
+    """Every paired seed of the cell exactly at the margin (a band's edge): see :func:`cell_codes`."""
+    edges = [margin] if band is None else list(band)
+    return _has_interval(cell) and bool(_same(cell["lo"], cell["hi"])) and any(bool(_same(cell["mean"], e))
+                                                                                  for e in edges)
 
 
 def describe_cell(name: str, cell: Mapping) -> str:
@@ -234,17 +293,7 @@ def family_verdict(value, margin: float | None = None, need=None, band: Sequence
     k = required(need, total)
     a_h, a_c = family_levels(k, total)
     verdicts = {name: cell_verdict(c, margin, a_h, a_c, band, lost_seeds) for name, c in cs.items()}
-    n_held = sum(v == HELD for v in verdicts.values())
-    n_contra = sum(v == CONTRADICTED for v in verdicts.values())
-    n_unjudged = sum(v == NOT_JUDGED for v in verdicts.values())
-    if n_held >= k:
-        verdict = HELD
-    elif n_contra > total - k:
-        verdict = CONTRADICTED
-    elif n_unjudged and n_held + n_unjudged >= k and n_contra + n_unjudged > total - k:
-        verdict = NOT_JUDGED
-    else:
-        verdict = INCONCLUSIVE
+    verdict = CODES[int(family_codes([CODES.index(v) for v in verdicts.values()], k))]
     return verdict, verdicts, cs, k, (a_h, a_c)
 
 
@@ -279,8 +328,13 @@ def judge_intervals(value, margin: float | None = None, need=None, effect: float
                  (INCONCLUSIVE, "contain", "contains"),
                  (NOT_JUDGED, "have no interval against", "has no interval against")]
     words.sort(key=lambda w: w[0] != verdict)  # the cells that decided the verdict first
+    ties = [n for n, x in verdicts.items() if x == NOT_JUDGED and is_tie(cs[n], margin, band)]
+    if ties:
+        parts.append(f"{len(ties)} {'is a tie' if len(ties) == 1 else 'are ties'}: every paired seed exactly at "
+                     f"{target} ({'; '.join(describe_cell(n, cs[n]) for n in ties[:6])}): a measure that cannot tell, "
+                     "not evidence either way")
     for v, plural, single in words:
-        names = [n for n, x in verdicts.items() if x == v]
+        names = [n for n, x in verdicts.items() if x == v and n not in ties]
         if not names:
             continue
         if total == 1:
@@ -300,43 +354,113 @@ def judge_intervals(value, margin: float | None = None, need=None, effect: float
                    if total > 1 else "held"),
             CONTRADICTED: "contradicted: the data exclude the claim",
             INCONCLUSIVE: "inconclusive: these seeds cannot tell",
-            NOT_JUDGED: "not judged: fewer than two paired seeds"}[verdict]
+            NOT_JUDGED: ("not judged: a tie, every paired seed exactly at the margin" if ties else
+                         "not judged: fewer than two paired seeds")}[verdict]
     reason = f"{head} ({'; '.join(parts)}{rule})"
     if verdict == INCONCLUSIVE:
         edge = margin if band is None else band[0]
-        reason += "; " + _resolve_note(cs, verdicts, edge, effect, 2 * a_h)
+        reason += "; " + _resolve_note(cs, verdicts, edge, effect, 2 * a_h, k - sum(v == HELD for v in verdicts.values()))
+        reason += _contradiction_reach(cs, a_c if band is None else a_c / 2)
     return verdict, reason
 
 
-def _resolve_note(cs, verdicts, margin, effect, alpha=0.05) -> str:
-    """How many paired seeds would resolve the open cells at their observed spread."""
+def _power(d: float, n: int, alpha: float) -> float:
+    """One-sided power of the paired t test at level ``alpha`` for a standardised effect ``d`` at n
+    seeds (statsmodels' TTestPower; the non-central t's far tail, where it gives NaN, is 1)."""
+    from statsmodels.stats.power import TTestPower
+
+    p = TTestPower().power(effect_size=d, nobs=n, alpha=alpha, alternative="larger")
+    return 1.0 if math.isnan(p) and d * math.sqrt(n) > 8 else float(p)
+
+
+def joint_seeds(effects: Sequence[float], alpha: float, power: float = POWER) -> int | None:
+    """The fewest paired seeds at which every open cell clears its margin together with probability
+    ``power`` (each at its one-sided family level ``alpha``; the cells taken as independent, so the
+    product of their powers): what it takes to decide a claim, not its easiest cell. ``effects`` are
+    standardised (difference beyond the margin over the paired sd); None when one points the wrong way."""
+    if not effects or any(d <= 0 for d in effects):
+        return None
+
+    def joint(n):
+        return float(np.prod([_power(d, n, alpha) for d in effects]))
+
+    if joint(2) >= power:
+        return 2
+    if joint(MAX_SEEDS) < power:
+        return MAX_SEEDS + 1
+    lo, hi = 2, MAX_SEEDS
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if joint(mid) >= power else (mid, hi)
+    return hi
+
+
+def _resolve_note(cs, verdicts, margin, effect, alpha=0.05, still: int | None = None) -> str:
+    """How many paired seeds would resolve the ``still`` open cells the claim needs (the easiest of
+    them) together, at their observed spread, and whether the paper's own difference is still inside
+    their intervals."""
     open_cells = [n for n, v in verdicts.items() if v == INCONCLUSIVE]
-    worst = None
+    paper = effect is not None and effect > margin
+    targets, named = [], []
     for n in open_cells:
         c = cs[n]
-        target = (effect - margin) if effect is not None and effect > margin else (c["mean"] - margin)
-        need = seeds_needed(sd_of(c), target, alpha)
-        if need is not None and (worst is None or need > worst[0]):
-            worst = (need, n, target, sd_of(c))
-    if worst is None:
+        sd = sd_of(c)
+        target = (effect - margin) if paper else (c["mean"] - margin)
+        if sd is None or sd == 0 or target == 0:
+            continue
+        targets.append(target / sd)
+        named.append((n, target, sd))
+    if not named:
         return "the observed mean equals the margin, so no number of seeds would resolve it at this spread"
-    need, name, target, sd = worst
-    paper = effect is not None and effect > margin
-    whose = f"{PAPERS if paper else 'the observed'} difference ({_g(target)} beyond the margin" + \
-        ("; it points against the paper, so more seeds would tend toward contradicted)" if target < 0 else ")")
-    where = f" (cell {name})" if name else ""
-    have = cs[name].get("n") or 0
-    level = "" if abs(alpha - 0.05) < 1e-12 else f" at the family level {_pct(alpha / 2)} a side"
-    if paper and need <= have:
-        return (f"more seeds are not what is missing: at the observed paired sd {sd:.3g}{where}, {need} paired "
-                f"seeds would resolve {PAPERS} difference ({_g(target)} beyond the margin){level}, and these "
-                f"{have} did not, so the observed difference ({_g(cs[name]['mean'] - margin)} beyond the margin) "
-                f"is well short of the paper's")
-    if need > MAX_SEEDS:
-        return (f"{whose} is so small against the paired sd {sd:.3g}{where} that more than {MAX_SEEDS} seeds "
-                f"would be needed to resolve it")
-    return (f"about {need} paired seeds would resolve {whose} at the observed paired sd {sd:.3g}{where} "
-            f"(80 % power, two-sided {_pct(alpha)}{level})")
+    against = [(x, t) for x, t in zip(named, targets) if t < 0]
+    lead_against = ""
+    if against:
+        (n_, target, sd), _ = against[0]
+        lead_against = (f"the observed difference ({_g(target)} beyond the margin{', cell ' + n_ if n_ else ''}) points "
+                        f"against the paper at the paired sd {sd:.3g}, so more seeds would tend toward contradicted")
+        if len(against) == len(named):
+            return lead_against
+        named = [x for x, t in zip(named, targets) if t > 0]
+        targets = [t for t in targets if t > 0]
+        lead_against += "; for the others, "
+    if still is not None and 0 < still < len(named):  # "any", "k of m": only the easiest cells it still needs
+        keep = np.argsort(targets)[::-1][:still]
+        named, targets = [named[i] for i in keep], [targets[i] for i in keep]
+    where = "" if len(named) == 1 and not named[0][0] else (
+        f" (cell {named[0][0]})" if len(named) == 1 else f" ({len(named)} open cells together)")
+    need = joint_seeds(targets, alpha / 2)
+    have = min(cs[n].get("n") or 0 for n, _, _ in named)
+    whose = (f"{PAPERS} difference ({_g(effect - margin)} beyond the margin)" if paper else
+             f"the observed difference ({_g(named[0][1])} beyond the margin)" if len(named) == 1 else
+             "the observed differences")
+    inside = [n for n, _, _ in named if paper and cs[n].get("hi") is not None and cs[n]["hi"] >= effect]
+    lead = lead_against + (f"the paper's difference ({_g(effect - margin)} beyond the margin) lies inside the interval"
+                           f"{' of cell ' + inside[0] if inside[0] else ''}: these {have} seeds neither show it nor "
+                           "exclude it; " if inside else "")
+    if paper and need is not None and need <= have and not inside:
+        return lead_against + (f"more seeds are not what is missing: {need} paired seeds would resolve {PAPERS} difference "
+                f"({_g(effect - margin)} beyond the margin) at the observed spread{where}, and these {have} did not; "
+                f"every open interval ends below it, so the observed difference is well short of the paper's")
+    if need is None or need > MAX_SEEDS:
+        return lead + (f"{whose} is so small against the paired sd that more than {MAX_SEEDS} seeds would be needed to "
+                f"resolve it{where}")
+    sd_txt = ", ".join(f"{sd:.3g}" for _, _, sd in named[:3])
+    return lead + (f"about {need} paired seeds would resolve {whose} at the observed paired sd {sd_txt}{where} (80 % "
+            f"power for every open cell at once, each one-sided at {_pct(alpha / 2)})")
+
+
+def _contradiction_reach(cs: Mapping, a_c: float, far: float = 2.0) -> str:
+    """Where a cell is contradicted only far beyond the margin (few seeds at a family's level: at n = 3
+    over six cells, 6.3 paired sd), say so: such a claim can hardly be contradicted at these seeds."""
+    ns = [int(c.get("n") or 0) for c in cs.values() if _has_interval(c)]
+    if not ns or min(ns) < 2:
+        return ""
+    n = min(ns)
+    d = _t(1 - a_c, n - 1) / math.sqrt(n)
+    if d <= far:
+        return ""
+    return (f"; at n = {n} a cell is contradicted only when its mean lies {d:.1f} paired sd on the wrong side of the "
+            f"margin (one-sided {_pct(a_c)}), so these seeds can hardly contradict the claim")
 
 
 def judge_points(value, margin: float | None = None, need=None, band: Sequence[float] | None = None) -> tuple[str, str]:
