@@ -55,11 +55,14 @@ class _Sized:
 
 def _start_worker(parent: int) -> None:
     """A worker dies with the process that forked it (the notebook's kernel): a kernel killed outright
-    would otherwise leave it training, re-parented to init (``book.stopping``)."""
+    would otherwise leave it training, re-parented to init (``book.stopping``). It ends quietly when its
+    pool ends it (SIGTERM at the pool's close): the handler a build process installs, which turns
+    SIGTERM into a KeyboardInterrupt, would print a traceback from every idle worker."""
     import signal
 
     from . import stopping
 
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     stopping.die_with_parent(signal.SIGKILL, parent)
 
 
