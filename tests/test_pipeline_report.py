@@ -63,8 +63,9 @@ def test_interval_agreement_counts_cells_whose_two_seed_sets_disagree():
                  "stability": {"cells": {"": build(scale)}}} for i in range(400)]
 
     right, narrow = interval_agreement(rows(1.0)), interval_agreement(rows(0.3))
-    assert right["cells"] == 400 and right["disagree"] / 400 < 0.09
+    assert right["cells"] == 400 and right["disagree"] / 400 < 0.09 and right["consistent"]
     assert narrow["disagree"] / 400 > 0.3 and abs(narrow["worst"][0][1]) > 3
+    assert not narrow["consistent"] and narrow["p"] < 1e-6  # against Binomial(cells, 5 %)
 
 
 def test_the_dashboard_counts_a_mechanism_study_apart(tmp_path):

@@ -27,6 +27,9 @@ appended in file-name order)::
                                               # (count, the default: no cell that lost one is held) or is
                                               # left out and said (drop: a Monte-Carlo repetition, not training)
         paper_test: "P('paper_tables', ...) - P(...)"  # interval: the paper's own difference(s), per cell
+        paper_level: "P('paper_tables', ...)"  # interval, optional: the paper's level of the arm compared with,
+                                              # per cell: its effect is planted at our level in the same
+                                              # proportion (the trials' power in this build's own scale)
         exact: "..."                          # predicate reproduction: why its values carry no noise
         paper_inputs:                         # predicate: the paper's own numbers as the values it reads,
           fig1_low_dim.frac_decreasing: "P('paper_values', ...)"   # run through the claim's own predicate
@@ -107,12 +110,13 @@ TESTS = ("predicate", "interval")  # exactly one decides the verdict
 ALLOWED = set(REQUIRED) | set(TESTS) | {
     "quote", "quote_en", "where", "kind_why", "margin", "band", "need", "effect", "lost_seeds", "paper_test",
     "exact", "paper_inputs", "erratum", "deviation", "reading", "reading_value", "profiles", "precondition",
+    "paper_level",
     "precondition_why", "compares", "gate_reads", "explanation", "budgets", "_file"}
 #: what explains a contradicted or inconclusive reproduction (the discrepancies appendix); the
 #: paper's own numbers failing its sentence are the claim's ``erratum``, not an explanation kind
 EXPLANATION_KINDS = ("scale", "statement")
 EXPLANATION_FIELDS = ("kind", "why", "evidence")
-INTERVAL_ONLY = ("margin", "band", "need", "effect", "lost_seeds", "paper_test")
+INTERVAL_ONLY = ("margin", "band", "need", "effect", "lost_seeds", "paper_test", "paper_level")
 
 
 class ClaimsFileError(ValueError):
@@ -184,6 +188,8 @@ def _problems(c: dict) -> list[str]:
                        "string or a list of strings)")
         if not c.get("where"):
             out.append(f"is a{'n' * (c['kind'] == 'extension')} {c['kind']} without where its quote stands (where)")
+    if "paper_level" in c and not c.get("paper_test"):
+        out.append("has paper_level but no paper_test (the level is what the paper's difference is taken relative to)")
     if "erratum" in c and not (has_paper_numbers(c) and isinstance(c["erratum"], str) and c["erratum"].strip()):
         out.append("has an erratum but no paper numbers (paper_test or paper_inputs) for it to be about, or an "
                    "empty one")
@@ -428,7 +434,7 @@ def evaluate(chapter: str, doc: dict, results: dict[str, dict], profile: str,
 
 
 #: what a summary row keeps of each cell: the interval, and what re-derives it (trials, family levels)
-CELL_FIELDS = ("mean", "lo", "hi", "n", "planned", "confidence", "resolution")
+CELL_FIELDS = ("mean", "lo", "hi", "n", "planned", "confidence", "resolution", "diffs")
 
 
 def made_by(c: dict, res: dict) -> list[str]:

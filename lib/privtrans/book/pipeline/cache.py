@@ -7,7 +7,8 @@
   notebook imports, followed through their own imports;
 - the machinery that runs inside a notebook: ``privtrans/__init__.py`` and ``privtrans/book/``
   except ``pipeline/`` and the judges (``claims``, ``verdicts``, ``paper_values``, ``trials``,
-  ``budgets``): they run after the notebooks, so are no input of any.
+  ``controls`` and what it uses: ``replay``, ``probe``, ``truths``, ``records``; ``budgets``): they run
+  after the notebooks, so are no input of any.
 
 So an edit inside one chapter re-runs that chapter only, an edit of a mechanism re-runs the
 chapters that import it, and an edit of the build machinery re-runs nothing. The key is a
@@ -27,7 +28,8 @@ from ..runcache import atomic_write_text, hash_files, read_json
 from .discover import Notebook
 
 MACHINERY_NOT_INPUTS = ("book/pipeline/", "book/claims.py", "book/verdicts.py", "book/paper_values.py",
-                        "book/trials.py", "book/budgets.py")
+                        "book/trials.py", "book/controls.py", "book/replay.py", "book/probe.py", "book/truths.py",
+                        "book/records.py", "book/budgets.py")
 FROM_IMPORT = re.compile(r"^\s*from\s+(privtrans[\w.]*)\s+import\s+\(?([\w\s,]+)", re.M)
 
 

@@ -8,15 +8,17 @@ import os
 import platform
 import shutil
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
-from .. import budgets, claims, claims_page, trials
+from .. import budgets, claims, claims_page, controls, trials
 from . import discrepancies, forest, library
 from ..chapters import KEYS as CHAPTERS
 from ..chapters import landing_table
 from ..paths import generated_dir
 from ..runcache import atomic_write, atomic_write_text
-from ..session import load_results, versions
+from ..session import load_inputs, load_results, versions
+from ..verdicts import HELD, NOT_JUDGED
 
 
 SUMMARY_FIELDS = ("chapter", "id", "kind", "paper_item", "quote", "quote_en", "where", "statement", "paper_value",
@@ -62,14 +64,13 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
     ``make stability`` built the book at another seed set, each row shows that build's verdict too."""
     other = load_stability(root, profile, seed) if seed is not None else None
     rows_all = []
+    judged = []
     for ch in CHAPTERS:
         doc = claims.load(ch, root)
         results = {name: r for name, r in load_results(ch, root).items() if (ch, name) in ran}
-        rows = claims.evaluate(ch, doc, results, profile, root)
-        by_id, env = {c["id"]: c for c in doc["claims"]}, claims.environment(results)
-        for r in rows:  # every reproduction's own test, run on a null, the paper's effect, a reversal, a lost seed
-            if r["kind"] in claims.QUOTED:
-                r["trials"] = trials.run_cached(ch, by_id[r["id"]], r, env, root)
+        judged.append((ch, doc, results, claims.evaluate(ch, doc, results, profile, root)))
+    prove_all(root, profile, judged)
+    for ch, doc, results, rows in judged:
         stab = None
         if other is not None:
             theirs = {c["id"]: c for c in other["claims"] if c["chapter"] == ch and "verdict" in c}
@@ -89,6 +90,37 @@ def judge_claims(root: Path, profile: str, ran: set[tuple[str, str]], seed: int 
                           + budgets.markdown(ch, doc["claims"], profile) + library.chapter_links(ch, root))
         rows_all += rows
     return rows_all
+
+
+def prove_all(root: Path, profile: str, judged: list) -> None:
+    """Every reproduction's own test, on trials and on controls through its whole path
+    (``trials.run_cached``), and the verdict it can then stand by (``trials.standing``). The claims
+    of one notebook are proven in one process (they share its readout's replays), the notebooks on
+    every core (``workers.values_in_parallel``): a cold ``ci`` judge replays readouts tens of
+    thousands of times; a cached one reads every result back."""
+    from ..workers import values_in_parallel
+
+    jobs, where = [], []
+    for ch, doc, results, rows in judged:
+        by_id = {c["id"]: c for c in doc["claims"]}
+        mine = [r for r in rows if r["kind"] in claims.QUOTED]
+        for nb in sorted({r["notebook"] for r in mine}):
+            group = [r for r in mine if r["notebook"] == nb]
+            jobs.append(partial(_prove, root, profile, ch, [by_id[r["id"]] for r in group], group, results))
+            where.append(group)
+    order = sorted(range(len(jobs)), key=lambda i: -len(where[i]))  # the longest first
+    for i, got in zip(order, values_in_parallel([jobs[i] for i in order])):
+        for r, t in zip(where[i], got):
+            r["trials"] = t
+            r["verdict"], r["reason"] = trials.standing(r["verdict"], r["reason"], t)
+            r["held"] = None if r["verdict"] == NOT_JUDGED else r["verdict"] == HELD
+
+
+def _prove(root: Path, profile: str, ch: str, cs: list, rows: list, results: dict) -> list:
+    env = claims.environment(results)
+    inputs = {name: load_inputs(ch, name, root) for name in results}
+    return [trials.run_cached(ch, c, r, env, root, inputs=inputs, control_draws=controls.draws_for(profile))
+            for c, r in zip(cs, rows)]
 
 
 def machine() -> dict:
@@ -129,6 +161,7 @@ def chapter_rows(summary: dict) -> list[dict]:
                      **{f"check_{k}": v for k, v in t["check"].items()},
                      "low_power": len(trials.low_power(mine)),
                      "trials_failed": sum(not (c.get("trials") or {}).get("passed", True) for c in mine),
+                     "withdrawn": sum(str(c.get("reason", "")).startswith(trials.WITHDRAWN) for c in mine),
                      "minutes": sum(n["seconds"] or 0 for n in nbs) / 60})
     return rows
 
@@ -185,7 +218,11 @@ def stability_lines(summary: dict) -> list[str]:
         out += ["", f"**Interval coverage**: of {agree['cells']} cells measured at both seed sets, "
                 f"{agree['disagree']} ({agree['disagree'] / agree['cells']:.0%}) differ by more than their two "
                 f"intervals allow at 95 %: about 5 % is expected if the intervals are as wide as they should be, "
-                f"far more if they are too narrow. The largest: {worst}."]
+                f"far more if they are too narrow; against Binomial({agree['cells']}, 5 %) that many or more has "
+                f"p = {agree['p']:.2g}, "
+                + ("consistent with intervals of the width they state" if agree["consistent"] else
+                   "**so the intervals are narrower than they state** (a defect to explain)")
+                + f". The largest: {worst}."]
     if flips:
         out += ["", "| Claim | Seed " + str(summary["seed"]) + f" | Seed {seed} |", "|---|---|---|"]
         for c in flips:
@@ -199,7 +236,9 @@ def interval_agreement(claim_rows: list[dict]) -> dict:
     """Are the intervals as wide as they should be? Each cell measured at both seed sets gives two
     independent estimates of one mean: their difference over its standard error exceeds the 95 %
     t quantile about 5 % of the time if the intervals are right, far more often if they are too
-    narrow. {cells, disagree, worst: [(claim [cell], z)]}."""
+    narrow. {cells, disagree, p, consistent, worst: [(claim [cell], z)]}: ``p`` is the one-sided
+    binomial p of so many disagreements among the cells at 5 % each (``consistent``: p ≥ 0.05, the
+    intervals are as wide as they claim; the cells of one claim share seeds, so p is a guide)."""
     from scipy import stats
 
     zs = []
@@ -218,7 +257,9 @@ def interval_agreement(claim_rows: list[dict]) -> dict:
             q = stats.t.ppf(0.975, a["n"] + b["n"] - 2)
             zs.append((f"{c['chapter']}/{c['id']}" + (f" [{name}]" if name else ""), z, abs(z) > q))
     zs.sort(key=lambda t: -abs(t[1]))
-    return {"cells": len(zs), "disagree": sum(t[2] for t in zs), "worst": [(n, z) for n, z, _ in zs[:5]]}
+    k = sum(t[2] for t in zs)
+    p = float(stats.binomtest(k, len(zs), 0.05, alternative="greater").pvalue) if zs else 1.0
+    return {"cells": len(zs), "disagree": k, "p": p, "consistent": p >= 0.05, "worst": [(n, z) for n, z, _ in zs[:5]]}
 
 
 def build_times(summary: dict) -> str:
@@ -263,10 +304,14 @@ def write_status_page(root: Path, summary: dict):
              "A reproduction is **held** (the data show what the paper states), **contradicted** (the data "
              "exclude it), **inconclusive** (the interval across paired seeds cannot tell) or **not judged** "
              "(the setting cannot show the effect); each chapter page gives the computed reason per claim.", "",
-             "Before it judges the paper, each reproduction's own test is run on trials (`privtrans.book.trials`): "
-             "a null, the paper's effect at the paper's size with this build's spread, the reversed effect and "
-             "a lost seed. *Power under 50 %* counts the reproductions whose test would hold the paper's own "
-             f"effect less than half the time at this build's seeds: their verdicts say little either way.", "",
+             "Before it judges the paper, each reproduction's own rule is run on trials (`privtrans.book.trials`: "
+             "its least-favourable null, its boundary, the paper's effect with this build's spread, the reversed "
+             "effect and a lost seed, on normal cells and on the recorded seeds resampled), and its whole path "
+             "(readout, expression, gate and rule) on records generated again around a known truth "
+             "(`privtrans.book.controls`). A verdict whose test fails a control of the error it would make is "
+             "withdrawn: the claim is *not judged*, and its row says which control failed. *Power under 50 %* "
+             "counts the reproductions whose test would hold the paper's own effect less than half the time at "
+             f"this build's seeds: their verdicts say little either way.", "",
              "A mechanism study (an *extension*) tests the paper's own premise on data built for the test, "
              "not the paper's experiment: its claims are counted apart, in their own column, never among "
              "the paper's claims above.", "",
@@ -277,7 +322,7 @@ def write_status_page(root: Path, summary: dict):
         if not r["notebooks"]:
             lines.append(f"| {{doc}}`/book/{r['chapter']}` | not built yet | | | | | | | | |")
             continue
-        failed = f" ({r['trials_failed']} trials failed)" if r["trials_failed"] else ""
+        failed = f" ({r['trials_failed']} failed a control, {r['withdrawn']} verdicts withdrawn)" if r["trials_failed"] else ""
         lines.append(f"| {{doc}}`/book/{r['chapter']}` | {r['ok']} / {r['notebooks']} | {r['rep_held']} | "
                      f"{r['rep_contradicted']} | {r['rep_inconclusive']} | {r['rep_not_judged']} | "
                      f"{r['low_power']}{failed} | {study_cell(r)} | {r['check_held']} / {r['check_total']} | "
