@@ -225,3 +225,33 @@ def test_power_is_shown_with_its_uncertainty():
     lo, hi = r.power_range
     assert lo < r.paper_held < hi and hi - lo > 0.2  # five seeds' sd leaves the power wide open
     assert r.paper_held_ci[0] <= r.paper_held <= r.paper_held_ci[1]
+
+
+def test_the_sentence_names_every_control_of_the_whole_path():
+    r = trials.interval_trials(claim(effect=0.02), {"": cell(0.02, 0.01)}, "dp_icl").as_dict()
+    rates = [{"control": name, "expect": expect, "rate": 0.0, "lo": 0.0, "hi": 0.1, "draws": 20}
+             for name, expect in (("null", "not held"), ("null", "not contradicted"), ("creep", "never held"),
+                                  ("the paper's effect", "power"))]
+    r["controls"] = {"ran": True, "rates": rates, "readouts": ["privtrans.x.readouts.f"], "notes": ["a note"]}
+    text = trials.sentence(r)
+    assert "Through its whole path" in text and "creep: held 0%" in text and "a note" in text
+    r["controls"] = {"ran": False, "why_not": "no per-seed table"}
+    assert "not run (no per-seed table)" in trials.sentence(r)
+
+
+def test_a_failed_control_withdraws_the_verdict_it_undermines():
+    t = {"failures": ["whole path: null: held 30 %"], "sides": ["held"]}
+    v, r = trials.standing("held", "held: +0.1 [+0.05, +0.15]", t)
+    assert v == "not judged" and r.startswith(trials.WITHDRAWN) and "it would read: held" in r
+    assert trials.standing("contradicted", "contradicted: …", t) == ("contradicted", "contradicted: …")
+    both = {"failures": ["whole path: the readout does not give the recorded cells"], "sides": ["both"]}
+    assert trials.standing("contradicted", "contradicted: …", both)[0] == "not judged"
+
+
+def test_a_gate_that_reads_a_compared_arm_excuses_nothing():
+    """Its 'not judged' gives way to the interval's own verdict; a verdict it let through stands."""
+    t = {"failures": ["whole path: the precondition turns True → False when …"], "sides": ["gate"],
+         "controls": {"ungated": ["contradicted", "contradicted: -0.2 [-0.3, -0.1]"]}}
+    v, r = trials.standing("not judged", "not judged: the setting cannot show the effect: …", t)
+    assert v == "contradicted" and "judged without its precondition" in r
+    assert trials.standing("held", "held: …", t) == ("held", "held: …")

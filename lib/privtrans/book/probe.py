@@ -145,6 +145,15 @@ def arm_keys(path: ClaimPath, p: Probe) -> dict:
     return out
 
 
+def arm_keys_of_curves(f: SeedFrame, response: dict) -> list:
+    """The keys of a curve table that tell the arms apart: those whose values differ between the
+    curves the claim favours (response +1) and those it compares them with (-1)."""
+    rest = [k for k in f.keys if k != f.axis]
+    fav = [key for key, s in response.items() if s > 0]
+    ag = [key for key, s in response.items() if s < 0]
+    return [k for j, k in enumerate(rest) if {key[j] for key in fav} != {key[j] for key in ag}]
+
+
 def same_arm(path: ClaimPath, i: int, name: str, g: int, keys: list, settings: dict) -> dict:
     """{(call, table): [groups]} of every table's groups that hold the arm of group ``g`` (its values
     of ``keys``, the keys that tell arms apart) at every setting the claim compares (``settings``:

@@ -16,9 +16,11 @@ every chapter:
   their shared seeds, and their skew and outliers), re-centred on the target means ``mean'``, with
   a little Gaussian smoothing that keeps each group's variance (the shrunk smoothed bootstrap,
   Silverman 1986 §6.4: resampling five seeds alone makes a t interval too narrow);
-* deviations are added on the recorded scale, never multiplied: a group's mean is then its target
-  exactly in expectation, which a paired difference of two nearly identical arms needs (on the log
-  scale, the correction for exp's skew differs between two groups by as much as their difference).
+* deviations are added on the recorded scale: a group's mean is then its target exactly in
+  expectation, which a paired difference of two nearly identical arms needs (a correction for
+  exp's skew would differ between two groups by as much as their difference); a strictly positive
+  column whose groups span more than a factor of ten (an excess risk, a time per phase) is drawn on
+  the log scale instead, around geometric means, where its readouts read it (as log ratios).
 
 Why not a library: scipy's ``bootstrap`` resamples to compute an interval; here whole seeds of a
 whole table are resampled to build new inputs for a readout, which no package we know of does.
@@ -68,6 +70,7 @@ class SeedFrame:
         self.reps = list(dict.fromkeys(f[self.replicate].tolist()))
         where = {r: i for i, r in enumerate(self.reps)}
         self._r = np.array([where[r] for r in f[self.replicate]], int)
+        self.log = {v for v in self.values if _spans_magnitudes(self.table(v))}
 
     # ---------------------------------------------------------------------------------- reading
     @property
@@ -82,8 +85,10 @@ class SeedFrame:
         return out
 
     def means(self) -> dict[str, np.ndarray]:
-        """Each value column's mean per group (over the replicates it has)."""
-        return {v: np.nanmean(self.table(v), axis=1) for v in self.values}
+        """Each value column's mean per group (over the replicates it has); geometric on a column drawn
+        on the log scale (:attr:`log`)."""
+        return {v: (np.exp(np.nanmean(np.log(self.table(v)), axis=1)) if v in self.log else
+                    np.nanmean(self.table(v), axis=1)) for v in self.values}
 
     def label(self, g: int) -> str:
         """A group's keys as text, for a control's report."""
@@ -114,9 +119,12 @@ class SeedFrame:
             tab = self.table(v)
             mu = np.asarray(targets[v], float)
             scale = np.ones(len(mu)) if spread is None or v not in spread else spread[v]
-            dev = tab - np.nanmean(tab, axis=1, keepdims=True)
+            log = v in self.log and bool(np.all(mu[np.isfinite(mu)] > 0))
+            base = np.log(tab) if log else tab
+            dev = base - np.nanmean(base, axis=1, keepdims=True)
             d = (dev if state is None else resample(dev, u[None], w[None])[0]) * scale[:, None]
-            gen = mu[:, None] + d  # additive: each group's mean is its target exactly, in expectation
+            # each group's mean (geometric, on the log scale) is its target exactly, in expectation
+            gen = np.exp(np.log(mu)[:, None] + d) if log else mu[:, None] + d
             gen[np.isnan(tab)] = np.nan  # a group that lacked a replicate lacks it still
             out[v] = gen
         return out
@@ -167,6 +175,18 @@ def resample(dev: np.ndarray, u: np.ndarray, w: np.ndarray) -> np.ndarray:
         out[:, r, :] = drawn
         out[:, r, np.setdiff1d(np.arange(n), fin)] = np.nan
     return out
+
+
+def _spans_magnitudes(tab: np.ndarray) -> bool:
+    """A strictly positive column whose groups' means span more than a factor of ten (an excess risk
+    from 1e-7 to 4, a time per phase): drawn on the log scale, where its readouts read it (log
+    ratios), and where deviations of one group cannot push another's values below zero."""
+    x = tab[np.isfinite(tab)]
+    if not len(x) or (x <= 0).any():
+        return False
+    m = np.nanmean(tab, axis=1)
+    m = m[np.isfinite(m)]
+    return len(m) > 1 and m.max() / m.min() > 10
 
 
 def _same_grid(f: pd.DataFrame, column: str, replicate: str) -> bool:

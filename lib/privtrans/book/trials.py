@@ -622,10 +622,20 @@ WITHDRAWN = "not judged: the test behind this verdict failed its controls"
 def standing(verdict: str, reason: str, t: Mapping | None) -> tuple[str, str]:
     """The verdict a claim may show given its trials: a held (contradicted) verdict whose test failed a
     control of false holds (false contradictions) is not judged, with what the control showed and
-    what the test would have read; other verdicts stand."""
-    if not t or verdict not in (verdicts.HELD, verdicts.CONTRADICTED):
+    what the test would have read; a "not judged" of a gate proven to read an arm the claim compares
+    (its controls moved that arm and the gate moved with it) cannot excuse the claim, which is judged
+    on its interval alone; other verdicts stand (a gate that let the claim through did not bias it)."""
+    if not t:
         return verdict, reason
-    against = [f for f, side in zip(t.get("failures") or [], t.get("sides") or []) if side in (verdict, "both")]
+    failures = list(zip(t.get("failures") or [], t.get("sides") or []))
+    gate = [f for f, side in failures if side == "gate"]
+    ungated = (t.get("controls") or {}).get("ungated")
+    if gate and verdict == verdicts.NOT_JUDGED and ungated and reason.startswith("not judged: the setting cannot"):
+        verdict, reason = ungated[0], (f"{ungated[1]} (judged without its precondition, which failed a control: "
+                                       f"{gate[0]})")
+    if verdict not in (verdicts.HELD, verdicts.CONTRADICTED):
+        return verdict, reason
+    against = [f for f, side in failures if side in (verdict, "both")]
     if not against:
         return verdict, reason
     return verdicts.NOT_JUDGED, (f"{WITHDRAWN} ({against[0]}"
@@ -734,7 +744,7 @@ def path_sentence(ctl: Mapping | None) -> str:
         return f". Through its whole path: not run ({ctl.get('why_not')})"
     shown = []
     for r in ctl.get("rates") or []:
-        word = {"not held": "held", "not contradicted": "contradicted", "power": "held"}[r["expect"]]
+        word = "contradicted" if r["expect"] == "not contradicted" else "held"
         shown.append(f"{r['control']}: {word} {r['rate']:.0%} [{r['lo']:.0%}, {r['hi']:.0%}] of {r['draws']}")
     text = (f". Through its whole path (readout, expression, gate, rule on generated records; "
             f"{', '.join(ctl.get('readouts') or [])}): " + "; ".join(shown))

@@ -18,10 +18,25 @@ from . import claims, verdicts
 from .probe import Probe, curve_groups
 from .replay import ClaimPath, copy_targets, recorded_targets, training_frames
 
-def apply_moves(targets: dict, entries: list, delta: np.ndarray) -> dict:
+def jacobian(path: ClaimPath, p: Probe, entries: list) -> tuple[np.ndarray, np.ndarray]:
+    """(cells × entries slopes, which entries move on the log scale): a column drawn on the log scale
+    (:attr:`privtrans.book.records.SeedFrame.log`) is moved by a factor, its slope taken per unit of
+    log mean (the probe's slope times the recorded mean: constant where the readout reads logs, so
+    Newton reaches a far target in a step or two, never a mean below zero)."""
+    rec = recorded_targets(path)
+    logs = np.array([k[2] in path.calls[k[0]].frames[k[1]].log for k in entries], bool)
+    J = np.array([p.slopes[k] * (rec[k[:2]][k[2]][k[3]] if lg else 1.0) for k, lg in zip(entries, logs)]).T
+    return J, logs
+
+
+def apply_moves(targets: dict, entries: list, delta: np.ndarray, logs: np.ndarray | None = None) -> dict:
+    """``targets`` with each entry's mean moved by its ``delta`` (by a factor exp(delta) where ``logs``)."""
     out = copy_targets(targets)
-    for (i, name, v, g), d in zip(entries, delta):
-        out[(i, name)][v][g] += d
+    for j, ((i, name, v, g), d) in enumerate(zip(entries, delta)):
+        if logs is not None and logs[j]:
+            out[(i, name)][v][g] *= np.exp(d)
+        else:
+            out[(i, name)][v][g] += d
     return out
 
 
@@ -32,57 +47,101 @@ def noise_free(path: ClaimPath, targets: dict) -> np.ndarray | None:
 
 
 def place(path: ClaimPath, p: Probe, targets: dict, truth: np.ndarray, entries: list | None = None,
-          rounds: int = 6) -> tuple[dict | None, np.ndarray | None]:
-    """Targets (group means) at which the claim's noise-free cells equal ``truth``: Newton steps on
-    the compared groups' means, with the probe's slopes (least squares: the smallest moves)."""
+          rounds: int = 12) -> tuple[dict | None, np.ndarray | None]:
+    """Targets (group means) at which the claim's noise-free cells equal ``truth``: damped Newton steps
+    on the compared groups' means (least squares: the smallest moves), with the probe's slopes, read
+    again where the claim is not linear enough for them (a step halved until the cells come nearer;
+    the slopes measured afresh at the current means when even a small step does not)."""
     entries = entries if entries is not None else p.compared()
     if not entries:
         return None, None
-    J = np.array([p.slopes[k] for k in entries]).T  # cells × entries
+    J, logs = jacobian(path, p, entries)  # cells × entries
     x = targets
+    m = noise_free(path, x)
+    tol = 1e-7 * (1.0 + np.nanmax(np.abs(truth)))
+    fresh = False
     for _ in range(rounds):
-        m = noise_free(path, x)
         if m is None or len(m) != J.shape[0]:  # the readout gives other cells here (one fewer, say)
             return None, m
         r = truth - m
         ok = np.isfinite(r)
         if not ok.any():
             return None, m
-        tol = 1e-7 * (1.0 + np.nanmax(np.abs(truth)))
         if np.nanmax(np.abs(r[ok])) <= tol:
             return x, m
         delta, *_ = np.linalg.lstsq(J[ok], r[ok], rcond=None)
-        x = apply_moves(x, entries, delta)
-    m = noise_free(path, x)
+        for step in (1.0, 0.5, 0.25, 0.125):
+            y = apply_moves(x, entries, step * delta, logs)
+            my = noise_free(path, y)
+            if my is not None and len(my) == len(r) and np.nansum((truth - my) ** 2) < np.nansum(r[ok] ** 2):
+                x, m, fresh = y, my, False
+                break
+        else:
+            if fresh:
+                return None, m
+            J, fresh = local_slopes(path, x, entries, logs, m), True
     if m is not None and len(m) == len(truth) and np.nanmax(np.abs(truth - m)) <= 1e-4 * (1.0 + np.nanmax(np.abs(truth))):
         return x, m
     return None, m
 
 
-def all_equal(path: ClaimPath) -> dict:
+def local_slopes(path: ClaimPath, x: dict, entries: list, logs: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The cells' slopes at ``x`` itself (per unit of mean, or of log mean where ``logs``)."""
+    cols = []
+    for k, lg in zip(entries, logs):
+        h = 1e-4 if lg else 1e-4 * (abs(x[k[:2]][k[2]][k[3]]) or 1.0)
+        m = noise_free(path, apply_moves(x, [k], np.array([h]), np.array([lg])))
+        cols.append(np.zeros(len(base)) if m is None or len(m) != len(base) else np.nan_to_num((m - base) / h))
+    return np.array(cols).T
+
+
+def all_equal(path: ClaimPath, p: Probe | None = None) -> dict:
     """Every group of every table at one level per value column, every curve at the tables' mean
     curve: A = B for every comparison a readout can make, and one set of draws every claim of the
-    notebook shares."""
+    notebook shares. Where the claim compares two measures of one run (``p``: accuracy before and
+    after distillation), those columns share one level too."""
     out = recorded_targets(path)
     for (i, name), t in out.items():
         f = path.calls[i].frames[name]
         cg = curve_groups(f) if f.axis is not None else None
         for v, mu in t.items():
             if cg is None:
-                mu[:] = np.nanmean(mu)
+                mu[:] = _level(mu, v in f.log)
                 continue
             if len({len(idx) for idx in cg.values()}) != 1:
                 continue
             mean_curve = np.nanmean([mu[idx] for idx in cg.values()], axis=0)
             for idx in cg.values():
                 mu[idx] = mean_curve
+    return _one_level(path, p, out)
+
+
+def _level(mu: np.ndarray, log: bool) -> float:
+    return float(np.exp(np.nanmean(np.log(mu))) if log else np.nanmean(mu))
+
+
+def compared_columns(p: Probe | None) -> dict:
+    """{(call, table): the value columns the claim compares with each other}, where it compares more
+    than one (the arms are two measures of a run, not two runs)."""
+    cols: dict = {}
+    for (i, name, v, _) in (p.compared() if p is not None else []):
+        cols.setdefault((i, name), set()).add(v)
+    return {k: sorted(v) for k, v in cols.items() if len(v) > 1}
+
+
+def _one_level(path: ClaimPath, p: Probe | None, out: dict) -> dict:
+    for (i, name), cols in compared_columns(p).items():
+        f = path.calls[i].frames[name]
+        level = _level(np.concatenate([out[(i, name)][v] for v in cols]), all(v in f.log for v in cols))
+        for v in cols:
+            out[(i, name)][v][:] = level
     return out
 
 
 def at_margin(path: ClaimPath, p: Probe, c: dict, edge: float) -> tuple[dict | None, str]:
     """The null of the claim at ``edge`` (its margin, or a band's edge): every arm equal, then moved
     onto the edge through the path where that is not already there."""
-    eq = all_equal(path)
+    eq = all_equal(path, p)
     m = noise_free(path, eq)
     if m is None or not np.isfinite(m).any():
         return None, "the claim gives no cells when every arm is equal"
@@ -106,21 +165,22 @@ def cell_sd(row_cells: Mapping | None, n: int) -> np.ndarray:
     return np.array([np.nan if s is None else s for s in out], float)
 
 
-def nothing_learns(path: ClaimPath, frames=None) -> dict:
-    """Every group of every training table (of ``frames``) at one level per value column; each curve
-    flat at the mean first evaluation."""
+def nothing_learns(path: ClaimPath, frames=None, p: Probe | None = None) -> dict:
+    """Every group of every training table (of ``frames``) at one level per value column (the columns
+    the claim compares with each other at one level too: nothing learned between before and after);
+    each curve flat at the mean first evaluation."""
     out = recorded_targets(path)
     for (i, name) in (frames if frames is not None else training_frames(path)):
         f = path.calls[i].frames[name]
         for v in f.values:
             mu = out[(i, name)][v]
             if f.axis is None:
-                mu[:] = np.nanmean(mu)
+                mu[:] = _level(mu, v in f.log)
             else:
                 cg = curve_groups(f)
                 start = np.nanmean([mu[idx[0]] for idx in cg.values()])
                 mu[:] = start
-    return out
+    return _one_level(path, p, out)
 
 
 def curve_shapes(path: ClaimPath, p: Probe) -> dict:
